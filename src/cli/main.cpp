@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { std::puts("channel: CLI under construction"); return 1; }

@@ -1,0 +1,35 @@
+#include "core/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace channel {
+namespace {
+
+TEST(ThreadPool, ChunksCoverRangeExactlyOnceAndKeepGrain) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 7, 32, 100, 1000}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+        EXPECT_EQ(begin % 4, 0);
+        for (int64_t i = begin; i < end; ++i) hits[i]++;
+      }, 4);
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(ThreadPool, RepeatedJobsDoNotMixGenerations) {
+  ThreadPool pool(4);
+  std::atomic<int64_t> sum{0};
+  for (int round = 0; round < 500; ++round) {
+    pool.parallel_for(64, [&](int64_t b, int64_t e) { sum += e - b; });
+  }
+  EXPECT_EQ(sum.load(), 500 * 64);
+}
+
+}  // namespace
+}  // namespace channel
