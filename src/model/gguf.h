@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,19 +28,29 @@ enum class GgufValueType : uint32_t {
   BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
 };
 
+// Short name of a value type for messages ("u32", "string", "array", ...).
+std::string_view gguf_value_type_name(GgufValueType type);
+
 struct GgufArray;
 
 // One metadata value. Strings are views into the file's bytes (valid while the GgufFile lives;
-// owned copies for values built by the writer).
+// owned copies for values built by the writer). `data` holds uint64_t for the unsigned types,
+// int64_t for the signed ones, double for FLOAT32/FLOAT64, then bool, string_view and array.
 struct GgufValue {
   GgufValueType type = GgufValueType::UINT8;
   std::variant<uint64_t, int64_t, double, bool, std::string_view, std::shared_ptr<GgufArray>> data;
   std::shared_ptr<std::string> owned_string;  // keeps writer-built strings alive
 
+  static GgufValue u8(uint8_t v);
+  static GgufValue i8(int8_t v);
+  static GgufValue u16(uint16_t v);
+  static GgufValue i16(int16_t v);
   static GgufValue u32(uint32_t v);
   static GgufValue i32(int32_t v);
   static GgufValue u64(uint64_t v);
+  static GgufValue i64(int64_t v);
   static GgufValue f32(float v);
+  static GgufValue f64(double v);
   static GgufValue boolean(bool v);
   static GgufValue string(std::string v);
   static GgufValue array(GgufValueType element_type, std::vector<GgufValue> elements);
@@ -51,6 +62,10 @@ struct GgufValue {
   bool as_bool(std::string_view what) const;
   std::string_view as_string(std::string_view what) const;
   const GgufArray& as_array(std::string_view what) const;
+
+  // Same type and same value, arrays element by element. Floats compare by bit pattern, so a
+  // NaN equals itself and 0.0 differs from -0.0: "would encode the same", not IEEE equality.
+  friend bool operator==(const GgufValue& a, const GgufValue& b);
 };
 
 struct GgufArray {
@@ -104,16 +119,25 @@ class GgufFile {
   friend class GgufParser;
 };
 
-// Builds a GGUF v3 file. Keys and tensors are written in the order they were added.
+// Builds a GGUF v3 file. Keys and tensors are written in the order they were added. The data
+// section is aligned to 32 bytes, or to `general.alignment` once that is set (a u32, a nonzero
+// multiple of 8). Every check the reader makes is made here too, when a key or tensor is added,
+// so whatever the writer writes reads back.
 class GgufWriter {
  public:
-  void set(std::string key, GgufValue value);  // replaces an existing key in place
+  // Replaces an existing key in place. The writer keeps a deep copy of the value, strings
+  // included, so values taken from a GgufFile may outlive that file.
+  void set(std::string key, GgufValue value);
   // `data` must hold exactly ggml_row_bytes(type, dims[0]) * (product of other dims) bytes.
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims, std::vector<uint8_t> data);
   void write(const std::string& path) const;  // writes to path (throws channel::Error on I/O failure)
   std::vector<uint8_t> to_bytes() const;
 
  private:
+  // Hands the file to `sink` piece by piece (header, then each tensor's data and padding), so
+  // write() streams tensors to disk without first building the whole file in memory.
+  void emit(const std::function<void(std::span<const uint8_t>)>& sink) const;
+
   struct PendingTensor {
     std::string name;
     GgmlType type;

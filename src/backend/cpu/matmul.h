@@ -12,17 +12,11 @@
 
 #include "core/thread_pool.h"
 #include "model/ggml_type.h"
+#include "model/weight_matrix.h"
 
 namespace channel::cpu {
 
-// A row-major weight matrix as GGUF stores it: `rows` rows (ne1) of `cols` values (ne0).
-struct WeightMatrix {
-  GgmlType type = GgmlType::F32;
-  const uint8_t* data = nullptr;
-  int64_t cols = 0;
-  int64_t rows = 0;
-  size_t row_bytes = 0;  // ggml_row_bytes(type, cols)
-};
+using channel::WeightMatrix;  // defined with the model: the view of a GGUF weight tensor
 
 // out[t * w.rows + r] = dot(row r of w, x + t * w.cols) for t < n_tokens, r < w.rows.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool);

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Sets up everything on a fresh Debian 12 machine and runs all tests:
+#   Debian packages -> llama.cpp peer (npm) -> build -> unit + parity tests (CTest) -> fuzzers.
+# Environment: BUILD_DIR (default build), FUZZ_SECONDS (default 60, 0 skips fuzzing),
+# CHANNEL_PEER_DIR (default ~/.cache/channel-peer), JOBS (default: all cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+export CHANNEL_PEER_DIR=${CHANNEL_PEER_DIR:-$HOME/.cache/channel-peer}
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "Debian packages"
+scripts/install-deps.sh
+step "llama.cpp peer (node-llama-cpp from npm) in $CHANNEL_PEER_DIR"
+scripts/install-peer.sh "$CHANNEL_PEER_DIR" >/dev/null
+step "build ($BUILD_DIR)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHANNEL_PEER_DIR="$CHANNEL_PEER_DIR" >/dev/null
+ninja -C "$BUILD_DIR" -j "$JOBS"
+step "unit and parity tests"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+if [ "${FUZZ_SECONDS:-60}" != 0 ]; then
+  step "fuzzers (${FUZZ_SECONDS:-60} s each)"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/run-fuzzers.sh
+fi
+step "all tests passed"

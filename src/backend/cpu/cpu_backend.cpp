@@ -1,0 +1,249 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/ops.h"
+#include "core/error.h"
+#include "core/half.h"
+
+namespace channel::cpu {
+namespace {
+
+void resize(std::vector<float>& buffer, int64_t n) {
+  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
+    : model_(std::move(model)), pool_(n_threads), slot_position_(kKvSlots, -1) {
+  for (const LayerConfig& layer : model_->config().layers) {
+    const size_t width = static_cast<size_t>(layer.n_head_kv) * layer.head_dim;
+    cache_.push_back({std::vector<uint16_t>(kKvSlots * width), std::vector<uint16_t>(kKvSlots * width)});
+  }
+}
+
+void CpuBackend::validate(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+                          std::span<const int32_t> candidates) const {
+  const int n_vocab = model_->config().n_vocab;
+  if (batch.tokens.empty()) fail("empty batch");
+  if (batch.positions.size() != batch.tokens.size() || batch.slots.size() != batch.tokens.size()) {
+    fail("batch has {} tokens but {} positions and {} slots", batch.tokens.size(), batch.positions.size(), batch.slots.size());
+  }
+  for (size_t i = 0; i < batch.tokens.size(); ++i) {
+    if (batch.tokens[i] < 0 || batch.tokens[i] >= n_vocab) {
+      fail("token id {} is outside the vocabulary (0..{})", batch.tokens[i], n_vocab - 1);
+    }
+    if (batch.slots[i] >= kKvSlots) fail("KV slot {} is outside the cache (0..{})", batch.slots[i], kKvSlots - 1);
+    if (batch.positions[i] < 0) fail("negative position {}", batch.positions[i]);
+  }
+  for (auto slots : {view.global_slots, view.sliding_slots}) {
+    if (slots.size() > kKvSlots) fail("attention view lists {} slots, more than the cache has", slots.size());
+    for (uint32_t s : slots) {
+      if (s >= kKvSlots) fail("attention view slot {} is outside the cache", s);
+    }
+  }
+  if (wanted == LogitsWanted::Candidates) {
+    if (candidates.empty()) fail("no candidate tokens given");
+    for (int32_t c : candidates) {
+      if (c < 0 || c >= n_vocab) fail("candidate token id {} is outside the vocabulary", c);
+    }
+  }
+}
+
+void CpuBackend::forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+                         std::span<const int32_t> candidates, Logits& out) {
+  validate(batch, view, wanted, candidates);
+  const ModelConfig& config = model_->config();
+  const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
+
+  // Positions are known before any layer runs, so the causal mask of the batch's own slots
+  // reads them from the same table as older slots.
+  for (int64_t t = 0; t < n_tokens; ++t) slot_position_[batch.slots[t]] = batch.positions[t];
+
+  embed(batch);
+  for (int il = 0; il < config.n_layer; ++il) {
+    attention_block(il, batch, config.layers[il].sliding ? view.sliding_slots : view.global_slots);
+    ffn_block(il, n_tokens);
+  }
+  output_logits(n_tokens, wanted, candidates, out);
+}
+
+void CpuBackend::embed(const Batch& batch) {
+  const int64_t n_embd = model_->config().n_embd;
+  const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
+  resize(x_, n_tokens * n_embd);
+  const float scale = std::sqrt(static_cast<float>(n_embd));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    float* row = x_.data() + t * n_embd;
+    dequantize_row(model_->token_embedding(), batch.tokens[t], row);
+    for (int64_t i = 0; i < n_embd; ++i) row[i] *= scale;
+  }
+}
+
+void CpuBackend::attention_block(int il, const Batch& batch, std::span<const uint32_t> view_slots) {
+  const ModelConfig& config = model_->config();
+  const LayerConfig& lc = config.layers[il];
+  const LayerWeights& w = model_->layers()[il];
+  const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_embd = config.n_embd;
+  const int head_dim = lc.head_dim;
+  const int64_t q_width = int64_t{lc.n_head} * head_dim;
+  const int64_t kv_width = int64_t{lc.n_head_kv} * head_dim;
+
+  resize(normed_, n_tokens * n_embd);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    rms_norm(x_.data() + t * n_embd, normed_.data() + t * n_embd, n_embd, config.norm_eps, w.attn_norm);
+  }
+  resize(q_, n_tokens * q_width);
+  resize(k_, n_tokens * kv_width);
+  resize(v_, n_tokens * kv_width);
+  matmul(w.wq, normed_.data(), n_tokens, q_.data(), pool_);
+  matmul(w.wk, normed_.data(), n_tokens, k_.data(), pool_);
+  if (w.wv) {
+    matmul(*w.wv, normed_.data(), n_tokens, v_.data(), pool_);
+  } else {
+    std::copy_n(k_.data(), n_tokens * kv_width, v_.data());  // Gemma 4 layers without attn_v: V = K
+  }
+
+  // Per-head norms and RoPE, then the new keys and values go to their slots.
+  LayerCache& cache = cache_[il];
+  pool_.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+    RopeTable rope;
+    for (int64_t t = begin; t < end; ++t) {
+      rope.compute(batch.positions[t], lc.n_rot, lc.rope_base, lc.rope_freq_scale, w.rope_freq_factors);
+      for (int h = 0; h < lc.n_head; ++h) {
+        float* head = q_.data() + t * q_width + int64_t{h} * head_dim;
+        rms_norm(head, head, head_dim, config.norm_eps, w.q_norm);
+        rope.apply(head);
+        if (config.query_scale != 1.0f) {
+          for (int i = 0; i < head_dim; ++i) head[i] *= config.query_scale;
+        }
+      }
+      uint16_t* k_slot = cache.k.data() + static_cast<size_t>(batch.slots[t]) * kv_width;
+      uint16_t* v_slot = cache.v.data() + static_cast<size_t>(batch.slots[t]) * kv_width;
+      for (int h = 0; h < lc.n_head_kv; ++h) {
+        float* k_head = k_.data() + t * kv_width + int64_t{h} * head_dim;
+        float* v_head = v_.data() + t * kv_width + int64_t{h} * head_dim;
+        rms_norm(k_head, k_head, head_dim, config.norm_eps, w.k_norm);
+        rope.apply(k_head);
+        if (config.v_norm) rms_norm(v_head, v_head, head_dim, config.norm_eps, {});
+      }
+      for (int64_t i = 0; i < kv_width; ++i) {
+        k_slot[i] = f32_to_f16(k_.data()[t * kv_width + i]);
+        v_slot[i] = f32_to_f16(v_.data()[t * kv_width + i]);
+      }
+    }
+  });
+
+  // Attention of every (token, head) over the view, masked by position.
+  resize(attn_, n_tokens * q_width);
+  const int group = lc.n_head / lc.n_head_kv;
+  const int64_t n_view = static_cast<int64_t>(view_slots.size());
+  pool_.parallel_for(n_tokens * lc.n_head, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(n_view));
+    std::vector<float> k_row(head_dim);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t t = item / lc.n_head;
+      const int h = static_cast<int>(item % lc.n_head);
+      const int kv_head = h / group;
+      const int32_t query_position = batch.positions[t];
+      const float* q = q_.data() + t * q_width + int64_t{h} * head_dim;
+      float max_score = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < n_view; ++j) {
+        const uint32_t slot = view_slots[j];
+        const int32_t key_position = slot_position_[slot];
+        const bool visible = key_position >= 0 && key_position <= query_position &&
+                             (!lc.sliding || query_position - key_position < config.sliding_window);
+        if (!visible) {
+          scores[j] = -std::numeric_limits<float>::infinity();
+          continue;
+        }
+        const uint16_t* k = cache.k.data() + static_cast<size_t>(slot) * kv_width + int64_t{kv_head} * head_dim;
+        float dot = 0.0f;
+        for (int i = 0; i < head_dim; ++i) dot += q[i] * f16_to_f32(k[i]);
+        scores[j] = dot;
+        max_score = std::max(max_score, dot);
+      }
+      float* out = attn_.data() + t * q_width + int64_t{h} * head_dim;
+      std::fill(out, out + head_dim, 0.0f);
+      if (max_score == -std::numeric_limits<float>::infinity()) continue;  // nothing visible
+      double sum = 0.0;
+      for (int64_t j = 0; j < n_view; ++j) {
+        const float p = std::exp(scores[j] - max_score);  // exp(-inf) = 0 for masked entries
+        scores[j] = p;
+        sum += p;
+      }
+      const float inv_sum = static_cast<float>(1.0 / sum);
+      for (int64_t j = 0; j < n_view; ++j) {
+        if (scores[j] == 0.0f) continue;
+        const float p = scores[j] * inv_sum;
+        const uint16_t* v = cache.v.data() + static_cast<size_t>(view_slots[j]) * kv_width + int64_t{kv_head} * head_dim;
+        for (int i = 0; i < head_dim; ++i) out[i] += p * f16_to_f32(v[i]);
+      }
+    }
+  });
+
+  resize(proj_, n_tokens * n_embd);
+  matmul(w.wo, attn_.data(), n_tokens, proj_.data(), pool_);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    float* p = proj_.data() + t * n_embd;
+    rms_norm(p, p, n_embd, config.norm_eps, w.post_attn_norm);
+    float* x = x_.data() + t * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) x[i] += p[i];
+  }
+}
+
+void CpuBackend::ffn_block(int il, int64_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const LayerWeights& w = model_->layers()[il];
+  const int64_t n_embd = config.n_embd;
+  const int64_t n_ff = config.layers[il].n_ff;
+
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    rms_norm(x_.data() + t * n_embd, normed_.data() + t * n_embd, n_embd, config.norm_eps, w.ffn_norm);
+  }
+  resize(gate_, n_tokens * n_ff);
+  resize(up_, n_tokens * n_ff);
+  matmul(w.ffn_gate, normed_.data(), n_tokens, gate_.data(), pool_);
+  matmul(w.ffn_up, normed_.data(), n_tokens, up_.data(), pool_);
+  geglu(gate_.data(), up_.data(), gate_.data(), n_tokens * n_ff);
+  matmul(w.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    float* p = proj_.data() + t * n_embd;
+    rms_norm(p, p, n_embd, config.norm_eps, w.post_ffn_norm);
+    float* x = x_.data() + t * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) x[i] = (x[i] + p[i]) * w.output_scale;
+  }
+}
+
+void CpuBackend::output_logits(int64_t n_tokens, LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out) {
+  const ModelConfig& config = model_->config();
+  const int64_t n_embd = config.n_embd;
+  if (wanted == LogitsWanted::None) {
+    out.n_rows = out.n_cols = 0;
+    out.values.clear();
+    return;
+  }
+  const int64_t first = wanted == LogitsWanted::All ? 0 : n_tokens - 1;
+  const int64_t n_rows = n_tokens - first;
+  for (int64_t t = first; t < n_tokens; ++t) {
+    rms_norm(x_.data() + t * n_embd, normed_.data() + (t - first) * n_embd, n_embd, config.norm_eps, model_->output_norm());
+  }
+  out.n_rows = n_rows;
+  if (wanted == LogitsWanted::Candidates) {
+    out.n_cols = static_cast<int64_t>(candidates.size());
+    out.values.resize(static_cast<size_t>(n_rows * out.n_cols));
+    matmul_rows(model_->output(), normed_.data(), n_rows, candidates, out.values.data(), pool_);
+  } else {
+    out.n_cols = config.n_vocab;
+    out.values.resize(static_cast<size_t>(n_rows * out.n_cols));
+    matmul(model_->output(), normed_.data(), n_rows, out.values.data(), pool_);
+  }
+  if (config.final_softcap > 0.0f) softcap(out.values.data(), static_cast<int64_t>(out.values.size()), config.final_softcap);
+}
+
+}  // namespace channel::cpu

@@ -1,0 +1,49 @@
+// The CPU reference backend: the Gemma 3 / dense Gemma 4 decoder over GGUF weights, with the KV
+// cache in f16 at fixed geometry (kKvSlots slots per layer, allocated once). Batched prefill and
+// single-token decode run the same code; work is split across a thread pool.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+
+namespace channel::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(std::shared_ptr<const Model> model, int n_threads);
+
+  // Throws channel::Error (leaving the KV cache untouched) for token ids outside the
+  // vocabulary, slots outside the cache, negative positions or mismatched batch spans.
+  void forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+               std::span<const int32_t> candidates, Logits& out) override;
+
+  const Model& model() const { return *model_; }
+  int n_threads() const { return pool_.size(); }
+
+ private:
+  struct LayerCache {
+    std::vector<uint16_t> k;  // [kKvSlots][n_head_kv * head_dim], f16
+    std::vector<uint16_t> v;
+  };
+
+  void validate(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+                std::span<const int32_t> candidates) const;
+  void embed(const Batch& batch);
+  void attention_block(int il, const Batch& batch, std::span<const uint32_t> view_slots);
+  void ffn_block(int il, int64_t n_tokens);
+  void output_logits(int64_t n_tokens, LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out);
+
+  std::shared_ptr<const Model> model_;
+  ThreadPool pool_;
+  std::vector<LayerCache> cache_;
+  std::vector<int32_t> slot_position_;  // RoPE position stored in each slot, -1 when empty
+
+  // Activations for the current batch, [n_tokens][width].
+  std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
+};
+
+}  // namespace channel::cpu

@@ -1,0 +1,59 @@
+#include "cli/cli_common.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <chrono>
+#include <thread>
+
+#include "core/error.h"
+
+namespace channel::cli {
+
+std::vector<int32_t> parse_token_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(pos, comma - pos);
+    const size_t first = item.find_first_not_of(" \t");
+    const size_t last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
+    int32_t value = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size()) {
+      fail("'{}' in the token list is not a token id (expected comma-separated integers like 2,651,1902)", item);
+    }
+    ids.push_back(value);
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+std::shared_ptr<const Model> load_model_verbose(const std::string& path) {
+  const auto start = std::chrono::steady_clock::now();
+  fmt::print(stderr, "loading {} ...\n", path);
+  auto model = Model::load(path);
+  const auto& c = model->config();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print(stderr, "loaded {} model '{}': {} layers, embedding {}, vocabulary {} ({:.2f} s)\n",
+             arch_display_name(c.arch), c.model_name, c.n_layer, c.n_embd, c.n_vocab, seconds);
+  return model;
+}
+
+void add_threads_option(CLI::App& command, int& threads) {
+  threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  command.add_option("-t,--threads", threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+}
+
+void print_ids(const std::vector<int32_t>& ids) {
+  std::string line;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) line += ' ';
+    line += std::to_string(ids[i]);
+  }
+  fmt::print("{}\n", line);
+}
+
+}  // namespace channel::cli

@@ -1,0 +1,13 @@
+// Each CLI command registers itself on the top-level app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace channel::cli {
+
+void register_eval_command(CLI::App& app);
+void register_model_commands(CLI::App& app);
+void register_run_command(CLI::App& app);
+void register_tokenize_command(CLI::App& app);
+
+}  // namespace channel::cli

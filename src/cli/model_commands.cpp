@@ -1,0 +1,151 @@
+// `channel model info` and `channel model synth`.
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/synthesizer.h"
+
+namespace channel::cli {
+namespace {
+
+void print_model_info(const std::string& path) {
+  auto model = Model::load(path);
+  const ModelConfig& c = model->config();
+  fmt::print("file:          {}\n", path);
+  fmt::print("architecture:  {} ({})\n", c.arch_name, arch_display_name(c.arch));
+  if (!c.model_name.empty()) fmt::print("name:          {}\n", c.model_name);
+  fmt::print("layers:        {}\n", c.n_layer);
+  fmt::print("embedding:     {}\n", c.n_embd);
+  fmt::print("vocabulary:    {}\n", c.n_vocab);
+  fmt::print("context:       {} (trained)\n", c.n_ctx_train);
+  fmt::print("sliding window:{:>6}\n", c.sliding_window);
+  fmt::print("query scale:   {:.6g}\n", c.query_scale);
+  fmt::print("final softcap: {}\n", c.final_softcap > 0 ? fmt::format("{:g}", c.final_softcap) : "none");
+  fmt::print("output:        {}\n", model->output_tied() ? "tied to token_embd" : "output.weight");
+  fmt::print("\n{:>5} {:>8} {:>6} {:>8} {:>9} {:>6} {:>5} {:>10} {:>10} {:>6} {:>6}\n", "layer", "type", "heads",
+             "kv heads", "head dim", "ffn", "rot", "rope base", "rope scale", "v=k", "scale");
+  for (int il = 0; il < c.n_layer; ++il) {
+    const LayerConfig& l = c.layers[il];
+    const LayerWeights& w = model->layers()[il];
+    fmt::print("{:>5} {:>8} {:>6} {:>8} {:>9} {:>6} {:>5} {:>10g} {:>10g} {:>6} {:>6.3g}\n", il,
+               l.sliding ? "sliding" : "global", l.n_head, l.n_head_kv, l.head_dim, l.n_ff, l.n_rot, l.rope_base,
+               l.rope_freq_scale, w.wv ? "no" : "yes", w.output_scale);
+  }
+  // Tensor types and sizes, summed by type.
+  std::map<std::string, std::pair<int, uint64_t>> by_type;
+  uint64_t total = 0;
+  for (const auto& t : model->gguf().tensors()) {
+    auto& [count, bytes] = by_type[std::string(ggml_type_traits(t.type).name)];
+    ++count;
+    bytes += t.n_bytes;
+    total += t.n_bytes;
+  }
+  fmt::print("\ntensors: {} ({:.1f} MiB)\n", model->gguf().tensors().size(), static_cast<double>(total) / (1 << 20));
+  for (const auto& [type, entry] : by_type) {
+    fmt::print("  {:<5} {:>5} tensors {:>10.1f} MiB\n", type, entry.first, static_cast<double>(entry.second) / (1 << 20));
+  }
+}
+
+void print_tensors(const std::string& path) {
+  const GgufFile file = GgufFile::open(path);
+  for (const auto& t : file.tensors()) {
+    fmt::print("{:<40} {:<5} {:>20} {:>12}\n", t.name, ggml_type_traits(t.type).name, fmt::join(t.dims, "x"), t.n_bytes);
+  }
+}
+
+struct SynthCliOptions {
+  std::string arch = "gemma4";
+  std::string out;
+  std::string vocab;
+  std::string type = "f32";
+  std::string embedding_type;
+  uint64_t seed = 1;
+  int layers = 0, embd = 0, heads = 0, kv_heads = 0, kv_heads_global = 0, head_dim = 0, head_dim_global = 0, ffn = 0,
+      window = 0, period = 0;
+};
+
+GgmlType parse_type(const std::string& name) {
+  const auto type = ggml_type_from_name(name);
+  if (!type) fail("unknown weight type '{}' (use f32, f16, bf16, q8_0 or q4_0)", name);
+  return *type;
+}
+
+void run_synth(const SynthCliOptions& o) {
+  if (o.arch != "gemma3" && o.arch != "gemma4") fail("--arch must be gemma3 or gemma4, not '{}'", o.arch);
+  SynthOptions s = default_synth_options(o.arch == "gemma3" ? ModelArch::Gemma3 : ModelArch::Gemma4);
+  s.vocab_path = o.vocab;
+  s.seed = o.seed;
+  s.weight_type = parse_type(o.type);
+  s.embedding_type = o.embedding_type.empty() ? s.weight_type : parse_type(o.embedding_type);
+  const auto set = [](int value, int& field) {
+    if (value != 0) field = value;
+  };
+  set(o.layers, s.n_layer);
+  set(o.embd, s.n_embd);
+  set(o.heads, s.n_head);
+  set(o.kv_heads, s.n_head_kv);
+  set(o.kv_heads_global, s.n_head_kv_global);
+  set(o.head_dim, s.head_dim);
+  set(o.head_dim_global, s.head_dim_global);
+  set(o.ffn, s.n_ff);
+  set(o.window, s.sliding_window);
+  set(o.period, s.sliding_period);
+  if (s.arch == ModelArch::Gemma3) {
+    // Gemma 3 has one head geometry for all layers.
+    if (o.kv_heads_global || o.head_dim_global) fail("--kv-heads-global and --head-dim-global apply to gemma4 only");
+    s.n_head_kv_global = s.n_head_kv;
+    s.head_dim_global = s.head_dim;
+  }
+  synthesize_model(s, o.out);
+  fmt::print(stderr, "wrote {} ({} layers, embedding {}, {} weights, seed {})\n", o.out, s.n_layer, s.n_embd,
+             ggml_type_traits(s.weight_type).name, s.seed);
+}
+
+}  // namespace
+
+void register_model_commands(CLI::App& app) {
+  CLI::App* model = app.add_subcommand("model", "Inspect or make model files");
+  model->require_subcommand(1);
+
+  auto info_path = std::make_shared<std::string>();
+  auto list_tensors = std::make_shared<bool>(false);
+  CLI::App* info = model->add_subcommand("info", "Architecture, geometry, per-layer types, tensor types and sizes");
+  info->add_option("model", *info_path, "GGUF model file")->required()->check(CLI::ExistingFile);
+  info->add_flag("--tensors", *list_tensors, "also list every tensor (name, type, shape, bytes)");
+  info->callback([info_path, list_tensors] {
+    print_model_info(*info_path);
+    if (*list_tensors) print_tensors(*info_path);
+  });
+
+  auto o = std::make_shared<SynthCliOptions>();
+  CLI::App* synth = model->add_subcommand(
+      "synth", "Write a random-weight gemma3/gemma4 GGUF (for tests), with the vocabulary of another GGUF");
+  synth->add_option("--arch", o->arch, "gemma3 or gemma4")->capture_default_str();
+  synth->add_option("--vocab", o->vocab, "GGUF to copy the tokenizer from (e.g. llama.cpp's ggml-vocab-gemma-4.gguf)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  synth->add_option("-o,--out", o->out, "output GGUF path")->required();
+  synth->add_option("--type", o->type, "weight type of attention and FFN matrices: f32 f16 bf16 q8_0 q4_0")
+      ->capture_default_str();
+  synth->add_option("--embedding-type", o->embedding_type, "type of token_embd (tied output); default: --type");
+  synth->add_option("--seed", o->seed, "random seed")->capture_default_str();
+  synth->add_option("--layers", o->layers, "number of layers (default 6)");
+  synth->add_option("--embd", o->embd, "embedding size (default 128)");
+  synth->add_option("--heads", o->heads, "query heads (default 4)");
+  synth->add_option("--kv-heads", o->kv_heads, "KV heads of sliding layers (gemma3: all layers; default 2)");
+  synth->add_option("--kv-heads-global", o->kv_heads_global, "gemma4: KV heads of global layers (default 1)");
+  synth->add_option("--head-dim", o->head_dim, "head size of sliding layers (gemma3: all layers; default 32)");
+  synth->add_option("--head-dim-global", o->head_dim_global, "gemma4: head size of global layers (default 64)");
+  synth->add_option("--ffn", o->ffn, "FFN hidden size (default 256)");
+  synth->add_option("--window", o->window, "sliding window (default 32)");
+  synth->add_option("--period", o->period, "every N-th layer is global (default 3; gemma4's last layer is always global)");
+  synth->callback([o] { run_synth(*o); });
+}
+
+}  // namespace channel::cli

@@ -1,0 +1,143 @@
+#include "model/model.h"
+
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "model/quantize.h"
+
+namespace channel {
+namespace {
+
+// Looks up tensors by name and checks their shapes, so every later access is in bounds.
+class TensorBinder {
+ public:
+  explicit TensorBinder(const GgufFile& file) : file_(file) {}
+
+  const GgufTensorInfo* find(const std::string& name) const { return file_.find_tensor(name); }
+
+  const GgufTensorInfo& require(const std::string& name, const std::vector<int64_t>& dims) const {
+    const GgufTensorInfo* tensor = file_.find_tensor(name);
+    if (!tensor) fail("{}: tensor '{}' is missing", file_.origin(), name);
+    check_dims(*tensor, dims);
+    return *tensor;
+  }
+
+  void check_dims(const GgufTensorInfo& tensor, const std::vector<int64_t>& dims) const {
+    if (tensor.dims != dims) {
+      fail("{}: tensor '{}' has shape {} but the model configuration needs {}", file_.origin(), tensor.name,
+           fmt::join(tensor.dims, "x"), fmt::join(dims, "x"));
+    }
+  }
+
+  WeightMatrix matrix(const GgufTensorInfo& tensor) const {
+    WeightMatrix w;
+    w.type = tensor.type;
+    w.data = file_.tensor_bytes(tensor).data();
+    w.cols = tensor.dims[0];
+    w.rows = tensor.dims.size() > 1 ? tensor.dims[1] : 1;
+    w.row_bytes = ggml_row_bytes(tensor.type, w.cols);
+    return w;
+  }
+
+  WeightMatrix matrix(const std::string& name, int64_t cols, int64_t rows) const {
+    return matrix(require(name, {cols, rows}));
+  }
+
+  std::vector<float> vector(const std::string& name, int64_t n) const {
+    const GgufTensorInfo& tensor = require(name, {n});
+    return decode(tensor);
+  }
+
+  std::vector<float> decode(const GgufTensorInfo& tensor) const {
+    std::vector<float> out(static_cast<size_t>(tensor.n_elements()));
+    dequantize(tensor.type, file_.tensor_bytes(tensor).data(), tensor.n_elements(), out.data());
+    for (float v : out) {
+      if (!std::isfinite(v)) fail("{}: tensor '{}' contains a non-finite value", file_.origin(), tensor.name);
+    }
+    return out;
+  }
+
+ private:
+  const GgufFile& file_;
+};
+
+std::string blk(int il, const char* name) { return fmt::format("blk.{}.{}.weight", il, name); }
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::load(const std::string& path) {
+  return from_gguf(GgufFile::open(path));
+}
+
+std::shared_ptr<const Model> Model::from_gguf(GgufFile file) {
+  return std::shared_ptr<const Model>(new Model(std::move(file)));
+}
+
+Model::Model(GgufFile file) : file_(std::move(file)) {
+  try {
+    config_ = ModelConfig::from_gguf(file_);
+  } catch (const Error& e) {
+    fail("{}: {}", file_.origin(), e.what());
+  }
+  const TensorBinder bind(file_);
+  const int64_t n_embd = config_.n_embd;
+  const int64_t n_vocab = config_.n_vocab;
+
+  token_embd_ = bind.matrix("token_embd.weight", n_embd, n_vocab);
+  if (bind.find("output.weight")) {
+    output_ = bind.matrix("output.weight", n_embd, n_vocab);
+    output_tied_ = false;
+  } else {
+    output_ = token_embd_;
+  }
+  output_norm_ = bind.vector("output_norm.weight", n_embd);
+
+  // Gemma 4 stores one `rope_freqs` tensor shared by all global layers.
+  std::vector<float> rope_freqs;
+  for (int il = 0; il < config_.n_layer; ++il) {
+    const LayerConfig& lc = config_.layers[il];
+    LayerWeights w;
+    const int64_t q_width = int64_t{lc.n_head} * lc.head_dim;
+    const int64_t kv_width = int64_t{lc.n_head_kv} * lc.head_dim;
+    w.attn_norm = bind.vector(blk(il, "attn_norm"), n_embd);
+    w.wq = bind.matrix(blk(il, "attn_q"), n_embd, q_width);
+    w.wk = bind.matrix(blk(il, "attn_k"), n_embd, kv_width);
+    if (bind.find(blk(il, "attn_v"))) {
+      w.wv = bind.matrix(blk(il, "attn_v"), n_embd, kv_width);
+    } else if (config_.arch == ModelArch::Gemma3) {
+      fail("{}: tensor '{}' is missing", file_.origin(), blk(il, "attn_v"));
+    }
+    w.wo = bind.matrix(blk(il, "attn_output"), q_width, n_embd);
+    w.q_norm = bind.vector(blk(il, "attn_q_norm"), lc.head_dim);
+    w.k_norm = bind.vector(blk(il, "attn_k_norm"), lc.head_dim);
+    w.post_attn_norm = bind.vector(blk(il, "post_attention_norm"), n_embd);
+    w.ffn_norm = bind.vector(blk(il, "ffn_norm"), n_embd);
+    w.ffn_gate = bind.matrix(blk(il, "ffn_gate"), n_embd, lc.n_ff);
+    w.ffn_up = bind.matrix(blk(il, "ffn_up"), n_embd, lc.n_ff);
+    w.ffn_down = bind.matrix(blk(il, "ffn_down"), lc.n_ff, n_embd);
+    w.post_ffn_norm = bind.vector(blk(il, "post_ffw_norm"), n_embd);
+    if (config_.layer_output_scale) {
+      if (const GgufTensorInfo* scale = bind.find(blk(il, "layer_output_scale"))) {
+        bind.check_dims(*scale, {1});
+        w.output_scale = bind.decode(*scale)[0];
+      }
+    }
+    if (lc.rope_freq_factors) {
+      if (rope_freqs.empty()) {
+        const GgufTensorInfo* tensor = bind.find("rope_freqs.weight");
+        if (!tensor) fail("{}: tensor 'rope_freqs.weight' (Gemma 4 global-layer RoPE factors) is missing", file_.origin());
+        bind.check_dims(*tensor, {lc.n_rot / 2});
+        rope_freqs = bind.decode(*tensor);
+      }
+      if (static_cast<int>(rope_freqs.size()) != lc.n_rot / 2) {
+        fail("{}: 'rope_freqs.weight' has {} entries, layer {} needs {}", file_.origin(), rope_freqs.size(), il, lc.n_rot / 2);
+      }
+      w.rope_freq_factors = rope_freqs;
+    }
+    layers_.push_back(std::move(w));
+  }
+}
+
+}  // namespace channel

@@ -1,0 +1,62 @@
+// A loaded Gemma model: its configuration and views of every weight in the mapped GGUF file.
+// Large matrices stay in their GGUF encoding; the small per-channel vectors (norm weights,
+// RoPE frequency factors, layer scalars) are decoded to f32 once at load.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/gguf.h"
+#include "model/model_config.h"
+#include "model/weight_matrix.h"
+
+namespace channel {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;       // [n_embd]
+  WeightMatrix wq;                    // n_embd -> n_head * head_dim
+  WeightMatrix wk;                    // n_embd -> n_head_kv * head_dim
+  std::optional<WeightMatrix> wv;     // absent on Gemma 4 layers where V = K
+  WeightMatrix wo;                    // n_head * head_dim -> n_embd
+  std::vector<float> q_norm;          // [head_dim]
+  std::vector<float> k_norm;          // [head_dim]
+  std::vector<float> post_attn_norm;  // [n_embd]
+  std::vector<float> ffn_norm;        // [n_embd]
+  WeightMatrix ffn_gate;              // n_embd -> n_ff
+  WeightMatrix ffn_up;                // n_embd -> n_ff
+  WeightMatrix ffn_down;              // n_ff -> n_embd
+  std::vector<float> post_ffn_norm;   // [n_embd]
+  std::vector<float> rope_freq_factors;  // [n_rot / 2] on Gemma 4 global layers, else empty
+  float output_scale = 1.0f;          // Gemma 4 layer_output_scale
+};
+
+class Model {
+ public:
+  // Opens, validates and binds a GGUF model; throws channel::Error with a message naming the
+  // file and the problem.
+  static std::shared_ptr<const Model> load(const std::string& path);
+  static std::shared_ptr<const Model> from_gguf(GgufFile file);
+
+  const ModelConfig& config() const { return config_; }
+  const GgufFile& gguf() const { return file_; }
+  const WeightMatrix& token_embedding() const { return token_embd_; }
+  const WeightMatrix& output() const { return output_; }  // tied to token_embd when absent
+  bool output_tied() const { return output_tied_; }
+  const std::vector<float>& output_norm() const { return output_norm_; }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+
+ private:
+  explicit Model(GgufFile file);
+
+  GgufFile file_;
+  ModelConfig config_;
+  WeightMatrix token_embd_;
+  WeightMatrix output_;
+  bool output_tied_ = true;
+  std::vector<float> output_norm_;
+  std::vector<LayerWeights> layers_;
+};
+
+}  // namespace channel

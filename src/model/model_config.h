@@ -1,0 +1,57 @@
+// The hyperparameters of a Gemma 3 or dense Gemma 4 text decoder, read from GGUF metadata alone
+// (the same keys and defaults llama.cpp uses), with everything per layer resolved up front so
+// the forward pass never branches on the architecture for geometry.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace channel {
+
+class GgufFile;
+
+enum class ModelArch { Gemma3, Gemma4 };
+
+struct LayerConfig {
+  bool sliding = false;   // sliding-window (local) attention vs global attention
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;       // key and value head size (equal in Gemma)
+  int n_ff = 0;
+  int n_rot = 0;          // leading head dims that RoPE rotates (pairs i and i + n_rot/2)
+  float rope_base = 10000.0f;
+  float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+  bool rope_freq_factors = false;  // Gemma 4 global layers divide frequencies by `rope_freqs`
+};
+
+struct ModelConfig {
+  ModelArch arch = ModelArch::Gemma3;
+  std::string arch_name;         // "gemma3" / "gemma4"
+  std::string model_name;        // general.name, if any
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_vocab = 0;
+  int n_ctx_train = 0;
+  int sliding_window = 0;
+  float norm_eps = 1e-6f;
+  float query_scale = 1.0f;      // multiplies Q before attention (kq scale is 1)
+  float final_softcap = 0.0f;    // 0: none; else logits = c * tanh(logits / c)
+  bool v_norm = false;           // Gemma 4: unweighted RMSNorm of V
+  bool layer_output_scale = false;  // Gemma 4: learned scalar on each layer's output
+  std::vector<LayerConfig> layers;
+
+  // Reads and checks the configuration; throws channel::Error naming the key or the feature
+  // when the model is malformed or is one this engine cannot run (E-models with per-layer
+  // embeddings or shared KV, MoE, other architectures).
+  static ModelConfig from_gguf(const GgufFile& file);
+
+  int max_head_dim() const;
+  int max_kv_width() const;      // max over layers of n_head_kv * head_dim
+  int max_q_width() const;       // max over layers of n_head * head_dim
+  int max_ff() const;
+};
+
+const char* arch_display_name(ModelArch arch);
+
+}  // namespace channel

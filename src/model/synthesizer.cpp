@@ -1,0 +1,244 @@
+#include "model/synthesizer.h"
+
+#include <cmath>
+#include <functional>
+#include <string_view>
+
+#include "core/error.h"
+#include "model/gguf.h"
+#include "model/quantize.h"
+
+namespace channel {
+namespace {
+
+// A small, fully specified generator (std::normal_distribution is implementation-defined), so
+// the same seed gives the same model with any standard library.
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }  // [0, 1)
+  float normal() {
+    // Box-Muller; u1 is shifted away from 0 so the log is finite.
+    const double u1 = uniform() + 0x1p-54;
+    const double u2 = uniform();
+    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+  }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t name_hash(std::string_view name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+class ModelWriter {
+ public:
+  explicit ModelWriter(uint64_t seed) : seed_(seed) {}
+
+  GgufWriter& gguf() { return writer_; }
+
+  // Values are drawn from a stream seeded by the model seed and the tensor name only, so every
+  // weight type encodes the same underlying values.
+  std::vector<float> values(const std::string& name, int64_t n, const std::function<float(Random&)>& draw) {
+    Random random(seed_ ^ name_hash(name));
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = draw(random);
+    return v;
+  }
+
+  void matrix(const std::string& name, GgmlType type, int64_t cols, int64_t rows, float stddev) {
+    const auto v = values(name, cols * rows, [stddev](Random& r) { return r.normal() * stddev; });
+    writer_.add_tensor(name, type, {cols, rows}, quantize_row(type, v));
+  }
+
+  // Norm weights as Gemma stores them in GGUF (effective scale, around 1).
+  void norm(const std::string& name, int64_t n) {
+    const auto v = values(name, n, [](Random& r) { return 1.0f + 0.1f * r.normal(); });
+    writer_.add_tensor(name, GgmlType::F32, {n}, quantize_row(GgmlType::F32, v));
+  }
+
+  void f32(const std::string& name, std::vector<float> v) {
+    const auto n = static_cast<int64_t>(v.size());
+    writer_.add_tensor(name, GgmlType::F32, {n}, quantize_row(GgmlType::F32, v));
+  }
+
+ private:
+  uint64_t seed_;
+  GgufWriter writer_;
+};
+
+void check_geometry(const SynthOptions& o) {
+  auto positive = [](int v, const char* what) {
+    if (v <= 0) fail("synth: {} must be positive (got {})", what, v);
+  };
+  positive(o.n_layer, "layers");
+  positive(o.n_embd, "embedding size");
+  positive(o.n_head, "heads");
+  positive(o.n_head_kv, "KV heads");
+  positive(o.head_dim, "head size");
+  positive(o.n_ff, "FFN size");
+  positive(o.sliding_window, "sliding window");
+  positive(o.sliding_period, "sliding period");
+  if (o.n_head % o.n_head_kv != 0) fail("synth: heads ({}) must be a multiple of KV heads ({})", o.n_head, o.n_head_kv);
+  if (o.head_dim % 2 != 0) fail("synth: head size must be even");
+  if (o.arch == ModelArch::Gemma4) {
+    positive(o.n_head_kv_global, "global KV heads");
+    positive(o.head_dim_global, "global head size");
+    if (o.n_head % o.n_head_kv_global != 0) fail("synth: heads must be a multiple of global KV heads");
+    if (o.head_dim_global % 2 != 0) fail("synth: global head size must be even");
+    if (!(o.rotary_fraction > 0.0f && o.rotary_fraction <= 1.0f)) fail("synth: rotary fraction must be in (0, 1]");
+  }
+  // Quantized rows hold whole blocks of 32: every matrix row length must be a multiple of it.
+  for (GgmlType type : {o.weight_type, o.embedding_type}) {
+    const int64_t block = ggml_type_traits(type).block_elements;
+    for (int64_t cols : {int64_t{o.n_embd}, int64_t{o.n_ff}, int64_t{o.n_head} * o.head_dim,
+                         int64_t{o.n_head} * o.head_dim_global}) {
+      if (cols % block != 0) {
+        fail("synth: a row of {} values cannot be stored as {} (blocks of {}); choose sizes that are multiples of {}",
+             cols, ggml_type_traits(type).name, block, block);
+      }
+    }
+  }
+}
+
+bool is_global_layer(const SynthOptions& o, int il) {
+  if (o.arch == ModelArch::Gemma4 && il == o.n_layer - 1) return true;  // Gemma 4 ends on a global layer
+  return il % o.sliding_period == o.sliding_period - 1;
+}
+
+uint32_t file_type_of(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::BF16: return 32;
+  }
+  return 0;
+}
+
+}  // namespace
+
+SynthOptions default_synth_options(ModelArch arch) {
+  SynthOptions o;
+  o.arch = arch;
+  if (arch == ModelArch::Gemma3) {
+    o.n_head_kv_global = o.n_head_kv;
+    o.head_dim_global = o.head_dim;
+  }
+  return o;
+}
+
+void synthesize_model(const SynthOptions& o, const std::string& out_path) {
+  check_geometry(o);
+  const GgufFile vocab = GgufFile::open(o.vocab_path);
+  const GgufValue* tokens = vocab.find("tokenizer.ggml.tokens");
+  if (!tokens) fail("{}: no tokenizer.ggml.tokens: not a vocabulary GGUF", o.vocab_path);
+  const int64_t n_vocab = static_cast<int64_t>(tokens->as_array("tokenizer.ggml.tokens").elements.size());
+
+  const bool gemma4 = o.arch == ModelArch::Gemma4;
+  const std::string arch = gemma4 ? "gemma4" : "gemma3";
+  const auto key = [&arch](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
+
+  ModelWriter model(o.seed);
+  GgufWriter& w = model.gguf();
+  w.set("general.architecture", GgufValue::string(arch));
+  w.set("general.name", GgufValue::string(o.name));
+  w.set("general.file_type", GgufValue::u32(file_type_of(o.weight_type)));
+  w.set("general.quantization_version", GgufValue::u32(2));
+  w.set(key("context_length"), GgufValue::u32(8192));
+  w.set(key("embedding_length"), GgufValue::u32(o.n_embd));
+  w.set(key("block_count"), GgufValue::u32(o.n_layer));
+  w.set(key("feed_forward_length"), GgufValue::u32(o.n_ff));
+  w.set(key("attention.head_count"), GgufValue::u32(o.n_head));
+  w.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(1e-6f));
+  w.set(key("attention.sliding_window"), GgufValue::u32(o.sliding_window));
+
+  if (gemma4) {
+    std::vector<GgufValue> kv_heads, pattern;
+    for (int il = 0; il < o.n_layer; ++il) {
+      const bool global = is_global_layer(o, il);
+      kv_heads.push_back(GgufValue::i32(global ? o.n_head_kv_global : o.n_head_kv));
+      pattern.push_back(GgufValue::boolean(!global));
+    }
+    w.set(key("attention.head_count_kv"), GgufValue::array(GgufValueType::INT32, std::move(kv_heads)));
+    w.set(key("attention.sliding_window_pattern"), GgufValue::array(GgufValueType::BOOL, std::move(pattern)));
+    w.set(key("attention.key_length"), GgufValue::u32(o.head_dim_global));
+    w.set(key("attention.value_length"), GgufValue::u32(o.head_dim_global));
+    w.set(key("attention.key_length_swa"), GgufValue::u32(o.head_dim));
+    w.set(key("attention.value_length_swa"), GgufValue::u32(o.head_dim));
+    w.set(key("attention.shared_kv_layers"), GgufValue::u32(0));
+    w.set(key("embedding_length_per_layer_input"), GgufValue::u32(0));
+    w.set(key("final_logit_softcapping"), GgufValue::f32(30.0f));
+    w.set(key("rope.dimension_count"), GgufValue::u32(o.head_dim_global));
+    w.set(key("rope.dimension_count_swa"), GgufValue::u32(o.head_dim));
+    w.set(key("rope.freq_base"), GgufValue::f32(1e6f));
+    w.set(key("rope.freq_base_swa"), GgufValue::f32(1e4f));
+  } else {
+    w.set(key("attention.head_count_kv"), GgufValue::u32(o.n_head_kv));
+    w.set(key("attention.sliding_window_pattern"), GgufValue::u32(o.sliding_period));
+    w.set(key("attention.key_length"), GgufValue::u32(o.head_dim));
+    w.set(key("attention.value_length"), GgufValue::u32(o.head_dim));
+    w.set(key("rope.freq_base"), GgufValue::f32(1e6f));
+    w.set(key("rope.scaling.type"), GgufValue::string("linear"));
+    w.set(key("rope.scaling.factor"), GgufValue::f32(o.rope_scaling_factor));
+  }
+  for (const auto& [k, v] : vocab.metadata()) {
+    if (k.starts_with("tokenizer.")) w.set(k, v);
+  }
+
+  // Embeddings: unit variance before the sqrt(n_embd) input scale; the tied output then gives
+  // logits with a spread of a few units, so argmax decisions are not near-ties.
+  model.matrix("token_embd.weight", o.embedding_type, o.n_embd, n_vocab, 1.0f / std::sqrt(static_cast<float>(o.n_embd)) * 4.0f);
+  if (gemma4) {
+    // Proportional RoPE as llama.cpp encodes it: factor 1 for rotated pairs, 1e30 (frequency ~0,
+    // an identity rotation) for the rest.
+    const int pairs = o.head_dim_global / 2;
+    const int rotated = std::max(1, static_cast<int>(std::lround(pairs * o.rotary_fraction)));
+    std::vector<float> factors(pairs);
+    for (int i = 0; i < pairs; ++i) factors[i] = i < rotated ? 1.0f : 1e30f;
+    model.f32("rope_freqs.weight", std::move(factors));
+  }
+  model.norm("output_norm.weight", o.n_embd);
+
+  for (int il = 0; il < o.n_layer; ++il) {
+    const bool global = is_global_layer(o, il);
+    const int head_dim = gemma4 && global ? o.head_dim_global : o.head_dim;
+    const int n_head_kv = gemma4 && global ? o.n_head_kv_global : o.n_head_kv;
+    const int64_t q_width = int64_t{o.n_head} * head_dim;
+    const int64_t kv_width = int64_t{n_head_kv} * head_dim;
+    const float in_std = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
+    const auto name = [il](const char* t) { return fmt::format("blk.{}.{}.weight", il, t); };
+    model.norm(name("attn_norm"), o.n_embd);
+    model.matrix(name("attn_q"), o.weight_type, o.n_embd, q_width, in_std);
+    model.matrix(name("attn_k"), o.weight_type, o.n_embd, kv_width, in_std);
+    if (!(gemma4 && global && o.global_v_equals_k)) model.matrix(name("attn_v"), o.weight_type, o.n_embd, kv_width, in_std);
+    model.matrix(name("attn_output"), o.weight_type, q_width, o.n_embd, 1.0f / std::sqrt(static_cast<float>(q_width)));
+    model.norm(name("attn_q_norm"), head_dim);
+    model.norm(name("attn_k_norm"), head_dim);
+    model.norm(name("post_attention_norm"), o.n_embd);
+    model.norm(name("ffn_norm"), o.n_embd);
+    model.matrix(name("ffn_gate"), o.weight_type, o.n_embd, o.n_ff, in_std);
+    model.matrix(name("ffn_up"), o.weight_type, o.n_embd, o.n_ff, in_std);
+    model.matrix(name("ffn_down"), o.weight_type, o.n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_ff)));
+    model.norm(name("post_ffw_norm"), o.n_embd);
+    if (gemma4) {
+      model.f32(name("layer_output_scale"), model.values(name("layer_output_scale"), 1, [](Random& r) {
+        return static_cast<float>(0.5 + r.uniform());
+      }));
+    }
+  }
+  w.write(out_path);
+}
+
+}  // namespace channel

@@ -1,0 +1,44 @@
+// Writes random-weight Gemma 3 / Gemma 4 GGUF files of any geometry and weight type, with the
+// tokenizer copied from a vocabulary GGUF. Tests make their models with it at run time, and
+// the same seed gives the same file, so a model quantized to every type shares one set of
+// underlying f32 weights.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/ggml_type.h"
+#include "model/model_config.h"
+
+namespace channel {
+
+struct SynthOptions {
+  ModelArch arch = ModelArch::Gemma4;
+  std::string vocab_path;           // GGUF whose tokenizer.* metadata is copied
+  GgmlType weight_type = GgmlType::F32;     // attention and FFN matrices
+  GgmlType embedding_type = GgmlType::F32;  // token_embd (tied output)
+  uint64_t seed = 1;
+  int n_layer = 6;
+  int n_embd = 128;
+  int n_head = 4;
+  int n_head_kv = 2;
+  int n_head_kv_global = 1;         // Gemma 4: KV heads of global layers (per-layer array)
+  int head_dim = 32;                // sliding layers (Gemma 3: all layers)
+  int head_dim_global = 64;         // Gemma 4 global layers
+  int n_ff = 256;
+  int sliding_window = 32;
+  int sliding_period = 3;           // every period-th layer is global (and the last for Gemma 4)
+  float rotary_fraction = 0.25f;    // Gemma 4 global layers: share of frequency pairs rotated
+  bool global_v_equals_k = true;    // Gemma 4 global layers without attn_v
+  float rope_scaling_factor = 8.0f; // Gemma 3 global layers, linear
+  std::string name = "channel-synthetic";
+};
+
+// Fills in Gemma-3/Gemma-4 specific defaults that differ (used by the CLI before applying flags).
+SynthOptions default_synth_options(ModelArch arch);
+
+// Validates the geometry (block sizes, head counts) and writes the model; throws channel::Error.
+void synthesize_model(const SynthOptions& options, const std::string& out_path);
+
+}  // namespace channel

@@ -1,0 +1,221 @@
+// llama_oracle: runs llama.cpp (the prebuilt peer, see tests/parity/CMakeLists.txt) on exact token
+// ids and reports what the parity tests compare Channel against. Its command line mirrors
+// `channel eval` so that run_parity.py can drive both the same way:
+//
+//   llama_oracle eval     --model M --tokens 2,17,4 --logits-out FILE   all-position logits
+//   llama_oracle generate --model M --tokens 2,17,4 -n N                greedy continuation
+//
+// eval feeds the tokens as given (no BOS is added) in a single batch, writes the logits of every
+// position as raw little-endian f32 (n_tokens rows of n_vocab) and prints the argmax of each
+// position on one line. generate prints the N greedily chosen ids (argmax of the raw logits, ties
+// to the lowest id) on one line. Everything runs on the CPU.
+#include <CLI/CLI.hpp>
+#include <ggml-backend.h>
+#include <llama.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+static_assert(std::endian::native == std::endian::little, "logits files are written in host byte order");
+
+namespace {
+
+struct Options {
+  std::string model;
+  std::string tokens;
+  std::string logits_out;
+  int n_generate = 0;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string flash_attn = "auto";
+  std::string kv_type = "f16";
+  bool no_repack = false;
+  bool verbose = false;
+};
+
+// llama.cpp logs model loading in detail; without --verbose only its errors get through.
+// A GGML_LOG_LEVEL_CONT message continues the previous one, so it inherits that one's fate.
+void log_filter(ggml_log_level level, const char* text, void* user_data) {
+  static bool previous_shown = false;
+  const bool verbose = *static_cast<const bool*>(user_data);
+  const bool show = level == GGML_LOG_LEVEL_CONT ? previous_shown : verbose || level >= GGML_LOG_LEVEL_ERROR;
+  previous_shown = show;
+  if (show) std::fputs(text, stderr);
+}
+
+std::vector<llama_token> parse_tokens(const std::string& list) {
+  std::vector<llama_token> tokens;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, end - start);
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) throw std::runtime_error("bad token id '" + item + "' in --tokens");
+    tokens.push_back(value);
+    start = end + 1;
+  }
+  return tokens;
+}
+
+llama_flash_attn_type parse_flash_attn(const std::string& mode) {
+  if (mode == "on") return LLAMA_FLASH_ATTN_TYPE_ENABLED;
+  if (mode == "off") return LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  return LLAMA_FLASH_ATTN_TYPE_AUTO;
+}
+
+struct ModelDeleter {
+  void operator()(llama_model* model) const { llama_model_free(model); }
+};
+struct ContextDeleter {
+  void operator()(llama_context* ctx) const { llama_free(ctx); }
+};
+using ModelPtr = std::unique_ptr<llama_model, ModelDeleter>;
+using ContextPtr = std::unique_ptr<llama_context, ContextDeleter>;
+
+ModelPtr load_model(const Options& opt) {
+  // An empty device list keeps every weight and op on the CPU backend even if a GPU backend
+  // library sits next to the CPU ones.
+  static ggml_backend_dev_t no_devices[] = {nullptr};
+  llama_model_params params = llama_model_default_params();
+  params.devices = no_devices;
+  params.n_gpu_layers = 0;
+  params.use_extra_bufts = !opt.no_repack;  // extra buffer types = the CPU backend's weight repacking
+  ModelPtr model(llama_model_load_from_file(opt.model.c_str(), params));
+  if (!model) throw std::runtime_error("llama.cpp could not load " + opt.model + " (run with --verbose)");
+  return model;
+}
+
+ContextPtr make_context(llama_model* model, const Options& opt, uint32_t n_prompt) {
+  llama_context_params params = llama_context_default_params();
+  params.n_ctx = n_prompt + static_cast<uint32_t>(opt.n_generate);
+  // The whole prompt is one ubatch, so one graph run: split into several, llama.cpp would run
+  // other matmul kernels (with other summation orders) than for the prompt taken at once.
+  params.n_batch = n_prompt;
+  params.n_ubatch = n_prompt;
+  params.n_seq_max = 1;
+  params.n_threads = opt.threads;
+  params.n_threads_batch = opt.threads;
+  params.flash_attn_type = parse_flash_attn(opt.flash_attn);
+  params.type_k = params.type_v = opt.kv_type == "f32" ? GGML_TYPE_F32 : GGML_TYPE_F16;
+  params.offload_kqv = false;
+  params.op_offload = false;
+  params.no_perf = true;
+  ContextPtr ctx(llama_init_from_model(model, params));
+  if (!ctx) throw std::runtime_error("llama.cpp could not create a context (run with --verbose)");
+  return ctx;
+}
+
+// Decodes tokens at positions first_pos, first_pos+1, ...; all_logits asks for the logits of
+// every position, otherwise only the last one's are kept.
+void decode(llama_context* ctx, const std::vector<llama_token>& tokens, llama_pos first_pos, bool all_logits) {
+  llama_batch batch = llama_batch_init(static_cast<int32_t>(tokens.size()), 0, 1);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    batch.token[i] = tokens[i];
+    batch.pos[i] = first_pos + static_cast<llama_pos>(i);
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = all_logits || i + 1 == tokens.size();
+  }
+  batch.n_tokens = static_cast<int32_t>(tokens.size());
+  const int32_t status = llama_decode(ctx, batch);
+  llama_batch_free(batch);
+  if (status != 0) throw std::runtime_error("llama_decode failed with status " + std::to_string(status));
+}
+
+// Ties go to the lowest id (std::max_element keeps the first maximum); Channel must break them alike.
+llama_token argmax(const float* logits, int32_t n_vocab) {
+  return static_cast<llama_token>(std::max_element(logits, logits + n_vocab) - logits);
+}
+
+void print_ids(const std::vector<llama_token>& ids) {
+  for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
+  std::printf("\n");
+}
+
+void run_eval(llama_context* ctx, const std::vector<llama_token>& tokens, int32_t n_vocab, const std::string& path) {
+  decode(ctx, tokens, 0, true);
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  std::vector<llama_token> argmaxes;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const float* logits = llama_get_logits_ith(ctx, static_cast<int32_t>(i));
+    out.write(reinterpret_cast<const char*>(logits), static_cast<std::streamsize>(sizeof(float) * n_vocab));
+    argmaxes.push_back(argmax(logits, n_vocab));
+  }
+  if (!out.flush()) throw std::runtime_error("cannot write " + path);
+  print_ids(argmaxes);
+}
+
+void run_generate(llama_context* ctx, const std::vector<llama_token>& prompt, int32_t n_vocab, int n_generate) {
+  decode(ctx, prompt, 0, false);
+  std::vector<llama_token> generated;
+  for (int i = 0; i < n_generate; ++i) {
+    generated.push_back(argmax(llama_get_logits_ith(ctx, -1), n_vocab));
+    if (i + 1 < n_generate) decode(ctx, {generated.back()}, static_cast<llama_pos>(prompt.size() + i), false);
+  }
+  print_ids(generated);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  CLI::App app{"Runs llama.cpp on exact token ids: the reference side of Channel's parity tests"};
+  app.require_subcommand(1);
+  auto add_common = [&opt](CLI::App* cmd) {
+    cmd->add_option("--model", opt.model, "GGUF model")->required()->check(CLI::ExistingFile);
+    cmd->add_option("--tokens", opt.tokens, "comma-separated token ids, used as given (no BOS added)")->required();
+    cmd->add_option("--threads", opt.threads, "CPU threads")->check(CLI::PositiveNumber);
+    cmd->add_option("--flash-attn", opt.flash_attn, "flash attention (auto = llama.cpp's default)")
+        ->check(CLI::IsMember({"on", "off", "auto"}));
+    cmd->add_option("--kv-type", opt.kv_type, "KV cache type (f16 = llama.cpp's default)")
+        ->check(CLI::IsMember({"f16", "f32"}));
+    cmd->add_flag("--no-repack", opt.no_repack, "keep weights in their GGUF layout (no CPU_REPACK buffers)");
+    cmd->add_flag("--verbose", opt.verbose, "show llama.cpp's log and the CPU features of the loaded backend");
+  };
+  CLI::App* eval = app.add_subcommand("eval", "all-position logits of one batch");
+  add_common(eval);
+  eval->add_option("--logits-out", opt.logits_out, "raw LE f32 file, n_tokens x n_vocab")->required();
+  CLI::App* generate = app.add_subcommand("generate", "greedy continuation");
+  add_common(generate);
+  generate->add_option("-n", opt.n_generate, "tokens to generate")->required()->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    llama_log_set(log_filter, &opt.verbose);
+    ggml_backend_load_all_from_path(CHANNEL_PEER_LIBDIR);
+    llama_backend_init();
+
+    const std::vector<llama_token> tokens = parse_tokens(opt.tokens);
+    ModelPtr model = load_model(opt);
+    const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model.get()));
+    for (llama_token t : tokens) {
+      if (t < 0 || t >= n_vocab) throw std::runtime_error("token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+    ContextPtr ctx = make_context(model.get(), opt, static_cast<uint32_t>(tokens.size()));
+    if (opt.verbose) std::fprintf(stderr, "llama_oracle: %s\n", llama_print_system_info());
+
+    if (*eval) {
+      run_eval(ctx.get(), tokens, n_vocab, opt.logits_out);
+    } else {
+      run_generate(ctx.get(), tokens, n_vocab, opt.n_generate);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llama_oracle: %s\n", e.what());
+    return 1;
+  }
+  llama_backend_free();
+  return 0;
+}
