@@ -37,8 +37,8 @@ void run_eval(const EvalOptions& o) {
   if (!o.tokens.empty()) {
     tokens = parse_token_list(o.tokens);  // exactly these tokens: no BOS is added
   } else {
-    const Tokenizer tokenizer(model->gguf());
-    tokens = tokenizer.encode(o.prompt, /*add_bos=*/true, /*parse_special=*/true);
+    const Tokenizer tokenizer = Tokenizer::from_gguf(model->gguf());
+    tokens = tokenizer.encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
   }
   cpu::CpuBackend backend(model, o.threads);
   FlatContext context(backend, model->config());

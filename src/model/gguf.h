@@ -4,7 +4,7 @@
 // beyond the file, integer overflow in sizes and offsets, duplicate keys and tensor names,
 // unknown value types, bool bytes other than 0/1, nesting depth, tensor dims and types,
 // alignment, tensor data outside the file or overlapping. Any problem throws channel::Error
-// with one line naming it (and the key or tensor involved).
+// with one line naming it (and the key or tensor involved), prefixed by the file's origin.
 #pragma once
 
 #include <cstdint>
@@ -134,8 +134,8 @@ class GgufWriter {
   std::vector<uint8_t> to_bytes() const;
 
  private:
-  // Hands the file to `sink` piece by piece (header, then each tensor's data and padding), so
-  // write() streams tensors to disk without first building the whole file in memory.
+  // Hands the file to `sink` piece by piece (metadata and tensor infos, then padding and each
+  // tensor's data), so write() streams tensors to disk without building the whole file in memory.
   void emit(const std::function<void(std::span<const uint8_t>)>& sink) const;
 
   struct PendingTensor {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "model/ggml_type.h"
@@ -18,14 +19,18 @@ namespace channel::gguf_format {
 constexpr std::array<uint8_t, 4> kMagic = {'G', 'G', 'U', 'F'};
 constexpr uint32_t kWrittenVersion = 3;
 constexpr uint32_t kOldestReadableVersion = 2;  // v1 used u32 counts and is long obsolete
-constexpr uint32_t kDefaultAlignment = 32;
 constexpr std::string_view kAlignmentKey = "general.alignment";
-constexpr size_t kMaxKeyBytes = 65535;        // gguf.md
-constexpr size_t kMaxTensorNameBytes = 63;    // ggml keeps names in char[GGML_MAX_NAME = 64] with a NUL
-constexpr size_t kMaxTensorDims = 4;          // GGML_MAX_DIMS
+constexpr size_t kMaxKeyBytes = 65535;      // gguf.md
+constexpr size_t kMaxTensorNameBytes = 63;  // ggml keeps names in char[GGML_MAX_NAME = 64] with a NUL
+constexpr size_t kMaxTensorDims = 4;        // GGML_MAX_DIMS
 // Arrays may hold arrays (llama.cpp itself never nests them); a limit keeps the recursive reader
 // from exhausting the stack on a hostile file.
 constexpr int kMaxArrayDepth = 4;
+
+// `text` in single quotes for an error message, with bytes outside printable ASCII written as
+// \xNN and anything past 64 bytes cut to "...": keys and names come from the file, and a message
+// must stay one readable line whatever they hold.
+std::string quote(std::string_view text);
 
 // Whether `id` is one of the 13 value type ids.
 bool is_value_type(uint32_t id);

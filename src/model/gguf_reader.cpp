@@ -65,16 +65,17 @@ class ByteCursor {
   uint64_t position_ = 0;
 };
 
-// Smallest encodings, used to refuse impossible counts: a metadata entry is a key (u64 length and
-// at least one byte), a u32 type and a value of at least one byte; a tensor info is a name
-// (u64 length, at least one byte), a u32 dim count, at least one u64 dim, a u32 type and a u64 offset.
-constexpr uint64_t kMinMetadataEntryBytes = 8 + 1 + 4 + 1;
-constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;
+// Smallest encodings, used to refuse impossible counts: a metadata entry is a key (u64 length), a
+// u32 type and a value of at least one byte; a tensor info is a name (u64 length), a u32 dim
+// count, a u32 type and a u64 offset. (Empty keys and names and zero dims are refused later,
+// with their own messages, so the bounds do not assume them away.)
+constexpr uint64_t kMinMetadataEntryBytes = 8 + 4 + 1;
+constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;
 
 uint64_t min_encoded_size(GgufValueType type) {
   switch (type) {
-    case GgufValueType::STRING: return 8;          // u64 length
-    case GgufValueType::ARRAY: return 4 + 8;       // u32 element type, u64 count
+    case GgufValueType::STRING: return 8;     // u64 length
+    case GgufValueType::ARRAY: return 4 + 8;  // u32 element type, u64 count
     default: return gguf_format::fixed_size(type);
   }
 }
@@ -102,7 +103,8 @@ class GgufParser {
   Counts parse_header() {
     const auto magic = cursor_.take(4, "magic");
     if (!std::equal(magic.begin(), magic.end(), gguf_format::kMagic.begin())) {
-      fail("not a GGUF file (starts with bytes {:02x}, expected 47 47 55 46 \"GGUF\")", fmt::join(magic, " "));
+      fail("not a GGUF file (starts with bytes {:02x}, expected 47 47 55 46 \"GGUF\")",
+           fmt::join(magic, " "));
     }
     const auto version = cursor_.read<uint32_t>("version");
     // A big-endian file's small version number reads here with its low 16 bits zero.
@@ -129,9 +131,9 @@ class GgufParser {
       const std::string key_what = fmt::format("key of metadata entry {}", i);
       const std::string_view key = cursor_.read_string(key_what, gguf_format::kMaxKeyBytes);
       gguf_format::check_key(key);
-      if (file_.metadata_index_.contains(key)) fail("duplicate metadata key '{}'", key);
+      if (file_.metadata_index_.contains(key)) fail("duplicate metadata key {}", gguf_format::quote(key));
 
-      const std::string value_what = fmt::format("metadata value of '{}'", key);
+      const std::string value_what = fmt::format("metadata value of {}", gguf_format::quote(key));
       const auto type_id = cursor_.read<uint32_t>(value_what);
       GgufValue value = parse_value(type_id, value_what, 0);
       file_.metadata_index_.emplace(key, file_.metadata_.size());
@@ -164,7 +166,7 @@ class GgufParser {
       }
       case GgufValueType::STRING:
         // A view into the file, not a copy: the vocabulary's strings cost no allocations.
-        return {GgufValueType::STRING, cursor_.read_string(what)};
+        return {GgufValueType::STRING, cursor_.read_string(what), nullptr};
       case GgufValueType::ARRAY: return parse_array(what, depth + 1);
     }
     fail("internal error: unhandled value type {}", type_id);
@@ -193,23 +195,25 @@ class GgufParser {
       const std::string name_what = fmt::format("name of tensor {}", i);
       const std::string_view name = cursor_.read_string(name_what, gguf_format::kMaxTensorNameBytes);
       gguf_format::check_tensor_name(name);
-      if (file_.tensor_index_.contains(name)) fail("duplicate tensor '{}'", name);
+      if (file_.tensor_index_.contains(name)) fail("duplicate tensor {}", gguf_format::quote(name));
 
-      const std::string what = fmt::format("info of tensor '{}'", name);
+      const std::string what = fmt::format("info of tensor {}", gguf_format::quote(name));
       const auto n_dims = cursor_.read<uint32_t>(what);
       gguf_format::check_dim_count(name, n_dims);
       GgufTensorInfo info;
       info.name = name;
       // Dims are u64 on disk; one above INT64_MAX turns negative here and is refused as < 1.
-      for (uint32_t d = 0; d < n_dims; ++d) info.dims.push_back(std::bit_cast<int64_t>(cursor_.read<uint64_t>(what)));
+      for (uint32_t d = 0; d < n_dims; ++d) {
+        info.dims.push_back(std::bit_cast<int64_t>(cursor_.read<uint64_t>(what)));
+      }
       const auto type_id = cursor_.read<uint32_t>(what);
       const auto layout = gguf_format::check_tensor(name, info.dims, type_id);
       info.type = layout.type;
       info.n_bytes = layout.n_bytes;
       info.offset = cursor_.read<uint64_t>(what);
       if (info.offset % file_.alignment_ != 0) {
-        fail("tensor '{}' has offset {}, which is not a multiple of the alignment {}", name, info.offset,
-             file_.alignment_);
+        fail("tensor {} has offset {}, which is not a multiple of the alignment {}", gguf_format::quote(name),
+             info.offset, file_.alignment_);
       }
       file_.tensor_index_.emplace(info.name, file_.tensors_.size());
       file_.tensors_.push_back(std::move(info));
@@ -228,8 +232,8 @@ class GgufParser {
     const uint64_t data_size = file_size - file_.data_offset_;
     for (const auto& tensor : file_.tensors_) {
       if (tensor.offset > data_size || tensor.n_bytes > data_size - tensor.offset) {
-        fail("tensor '{}' ({} bytes at data offset {}) lies outside the file: the data section has {} bytes",
-             tensor.name, tensor.n_bytes, tensor.offset, data_size);
+        fail("tensor {} ({} bytes at data offset {}) lies outside the file: the data section has {} bytes",
+             gguf_format::quote(tensor.name), tensor.n_bytes, tensor.offset, data_size);
       }
     }
     std::vector<size_t> by_offset(file_.tensors_.size());
@@ -241,7 +245,8 @@ class GgufParser {
       const auto& previous = tensors[by_offset[i - 1]];
       const auto& current = tensors[by_offset[i]];
       if (previous.offset + previous.n_bytes > current.offset) {
-        fail("tensors '{}' and '{}' overlap in the data section", previous.name, current.name);
+        fail("tensors {} and {} overlap in the data section", gguf_format::quote(previous.name),
+             gguf_format::quote(current.name));
       }
     }
   }
@@ -282,7 +287,7 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 
 const GgufValue& GgufFile::require(std::string_view key) const {
   if (const GgufValue* value = find(key)) return *value;
-  fail("{}: missing metadata key '{}'", origin_, key);
+  fail("{}: missing metadata key {}", origin_, gguf_format::quote(key));
 }
 
 const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
@@ -292,14 +297,14 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 const GgufTensorInfo& GgufFile::require_tensor(std::string_view name) const {
   if (const GgufTensorInfo* tensor = find_tensor(name)) return *tensor;
-  fail("{}: missing tensor '{}'", origin_, name);
+  fail("{}: missing tensor {}", origin_, gguf_format::quote(name));
 }
 
 std::span<const uint8_t> GgufFile::tensor_bytes(const GgufTensorInfo& tensor) const {
   // The parser checked every tensor of this file; this guards against an info from another file.
   const uint64_t data_size = data_offset_ <= bytes_.size() ? bytes_.size() - data_offset_ : 0;
   if (tensor.offset > data_size || tensor.n_bytes > data_size - tensor.offset) {
-    fail("{}: tensor '{}' does not belong to this file", origin_, tensor.name);
+    fail("{}: tensor {} does not belong to this file", origin_, gguf_format::quote(tensor.name));
   }
   return bytes_.subspan(data_offset_ + tensor.offset, tensor.n_bytes);
 }

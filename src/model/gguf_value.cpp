@@ -26,17 +26,17 @@ std::string_view gguf_value_type_name(GgufValueType type) {
   return "unknown";
 }
 
-GgufValue GgufValue::u8(uint8_t v) { return {GgufValueType::UINT8, uint64_t{v}}; }
-GgufValue GgufValue::i8(int8_t v) { return {GgufValueType::INT8, int64_t{v}}; }
-GgufValue GgufValue::u16(uint16_t v) { return {GgufValueType::UINT16, uint64_t{v}}; }
-GgufValue GgufValue::i16(int16_t v) { return {GgufValueType::INT16, int64_t{v}}; }
-GgufValue GgufValue::u32(uint32_t v) { return {GgufValueType::UINT32, uint64_t{v}}; }
-GgufValue GgufValue::i32(int32_t v) { return {GgufValueType::INT32, int64_t{v}}; }
-GgufValue GgufValue::u64(uint64_t v) { return {GgufValueType::UINT64, v}; }
-GgufValue GgufValue::i64(int64_t v) { return {GgufValueType::INT64, v}; }
-GgufValue GgufValue::f32(float v) { return {GgufValueType::FLOAT32, double{v}}; }
-GgufValue GgufValue::f64(double v) { return {GgufValueType::FLOAT64, v}; }
-GgufValue GgufValue::boolean(bool v) { return {GgufValueType::BOOL, v}; }
+GgufValue GgufValue::u8(uint8_t v) { return {GgufValueType::UINT8, uint64_t{v}, nullptr}; }
+GgufValue GgufValue::i8(int8_t v) { return {GgufValueType::INT8, int64_t{v}, nullptr}; }
+GgufValue GgufValue::u16(uint16_t v) { return {GgufValueType::UINT16, uint64_t{v}, nullptr}; }
+GgufValue GgufValue::i16(int16_t v) { return {GgufValueType::INT16, int64_t{v}, nullptr}; }
+GgufValue GgufValue::u32(uint32_t v) { return {GgufValueType::UINT32, uint64_t{v}, nullptr}; }
+GgufValue GgufValue::i32(int32_t v) { return {GgufValueType::INT32, int64_t{v}, nullptr}; }
+GgufValue GgufValue::u64(uint64_t v) { return {GgufValueType::UINT64, v, nullptr}; }
+GgufValue GgufValue::i64(int64_t v) { return {GgufValueType::INT64, v, nullptr}; }
+GgufValue GgufValue::f32(float v) { return {GgufValueType::FLOAT32, double{v}, nullptr}; }
+GgufValue GgufValue::f64(double v) { return {GgufValueType::FLOAT64, v, nullptr}; }
+GgufValue GgufValue::boolean(bool v) { return {GgufValueType::BOOL, v, nullptr}; }
 
 GgufValue GgufValue::string(std::string v) {
   // The view points into the heap-allocated string, which stays put when the value is copied
@@ -47,7 +47,7 @@ GgufValue GgufValue::string(std::string v) {
 
 GgufValue GgufValue::array(GgufValueType element_type, std::vector<GgufValue> elements) {
   auto array = std::make_shared<GgufArray>(GgufArray{element_type, std::move(elements)});
-  return {GgufValueType::ARRAY, std::move(array)};
+  return {GgufValueType::ARRAY, std::move(array), nullptr};
 }
 
 int64_t GgufValue::as_int(std::string_view what) const {
@@ -80,7 +80,8 @@ std::string_view GgufValue::as_string(std::string_view what) const {
 
 const GgufArray& GgufValue::as_array(std::string_view what) const {
   const auto* value = std::get_if<std::shared_ptr<GgufArray>>(&data);
-  if (value == nullptr || *value == nullptr) fail("{} must be an array, not {}", what, gguf_value_type_name(type));
+  if (value == nullptr || *value == nullptr)
+    fail("{} must be an array, not {}", what, gguf_value_type_name(type));
   return **value;
 }
 

@@ -1,5 +1,6 @@
 // GgufWriter: builds GGUF v3 files that the reader accepts.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -73,16 +74,13 @@ size_t data_alternative(GgufValueType type) {
     case GgufValueType::UINT8:
     case GgufValueType::UINT16:
     case GgufValueType::UINT32:
-    case GgufValueType::UINT64:
-      return 0;
+    case GgufValueType::UINT64: return 0;
     case GgufValueType::INT8:
     case GgufValueType::INT16:
     case GgufValueType::INT32:
-    case GgufValueType::INT64:
-      return 1;
+    case GgufValueType::INT64: return 1;
     case GgufValueType::FLOAT32:
-    case GgufValueType::FLOAT64:
-      return 2;
+    case GgufValueType::FLOAT64: return 2;
     case GgufValueType::BOOL: return 3;
     case GgufValueType::STRING: return 4;
     case GgufValueType::ARRAY: return 5;
@@ -94,12 +92,14 @@ void check_integer_range(const GgufValue& value, std::string_view key) {
   const size_t bits = 8 * gguf_format::fixed_size(value.type);
   if (bits == 64) return;
   if (const auto* u = std::get_if<uint64_t>(&value.data); u != nullptr && (*u >> bits) != 0) {
-    fail("value of '{}' is {}, which does not fit in {}", key, *u, gguf_value_type_name(value.type));
+    fail("value of {} is {}, which does not fit in {}", gguf_format::quote(key), *u,
+         gguf_value_type_name(value.type));
   }
   if (const auto* i = std::get_if<int64_t>(&value.data)) {
     const int64_t limit = int64_t{1} << (bits - 1);
     if (*i < -limit || *i >= limit) {
-      fail("value of '{}' is {}, which does not fit in {}", key, *i, gguf_value_type_name(value.type));
+      fail("value of {} is {}, which does not fit in {}", gguf_format::quote(key), *i,
+           gguf_value_type_name(value.type));
     }
   }
 }
@@ -109,30 +109,41 @@ void check_integer_range(const GgufValue& value, std::string_view key) {
 // `depth` counts the arrays around the value.
 GgufValue owned_copy(const GgufValue& value, std::string_view key, int depth) {
   if (!gguf_format::is_value_type(static_cast<uint32_t>(value.type))) {
-    fail("value of '{}' has unknown type {}", key, static_cast<uint32_t>(value.type));
+    fail("value of {} has unknown type {}", gguf_format::quote(key), static_cast<uint32_t>(value.type));
   }
   if (value.data.index() != data_alternative(value.type)) {
-    fail("value of '{}' is declared {} but holds data of another type", key, gguf_value_type_name(value.type));
+    fail("value of {} is declared {} but holds data of another type", gguf_format::quote(key),
+         gguf_value_type_name(value.type));
   }
   check_integer_range(value, key);
   if (const auto* s = std::get_if<std::string_view>(&value.data)) return GgufValue::string(std::string(*s));
   const auto* array = std::get_if<std::shared_ptr<GgufArray>>(&value.data);
   if (array == nullptr) return value;  // scalars own nothing
 
-  if (*array == nullptr) fail("value of '{}' is a null array", key);
+  if (*array == nullptr) fail("value of {} is a null array", gguf_format::quote(key));
   if (depth + 1 > gguf_format::kMaxArrayDepth) {
-    fail("value of '{}' nests arrays more than {} deep", key, gguf_format::kMaxArrayDepth);
+    fail("value of {} nests arrays more than {} deep", gguf_format::quote(key), gguf_format::kMaxArrayDepth);
   }
   std::vector<GgufValue> elements;
   elements.reserve((*array)->elements.size());
   for (const auto& element : (*array)->elements) {
     if (element.type != (*array)->element_type) {
-      fail("value of '{}' is an array of {} holding a {}", key, gguf_value_type_name((*array)->element_type),
-           gguf_value_type_name(element.type));
+      fail("value of {} is an array of {} holding a {}", gguf_format::quote(key),
+           gguf_value_type_name((*array)->element_type), gguf_value_type_name(element.type));
     }
     elements.push_back(owned_copy(element, key, depth + 1));
   }
   return GgufValue::array((*array)->element_type, std::move(elements));
+}
+
+// Hands `n` zero bytes to `sink`, from a small constant block: an alignment may be up to 4 GiB.
+void emit_zeros(const std::function<void(std::span<const uint8_t>)>& sink, uint64_t n) {
+  static constexpr std::array<uint8_t, 4096> kZeros{};
+  while (n > 0) {
+    const size_t chunk = std::min<uint64_t>(n, kZeros.size());
+    sink(std::span(kZeros).first(chunk));
+    n -= chunk;
+  }
 }
 
 }  // namespace
@@ -141,8 +152,8 @@ void GgufWriter::set(std::string key, GgufValue value) {
   gguf_format::check_key(key);
   GgufValue owned = owned_copy(value, key, 0);
   if (key == gguf_format::kAlignmentKey) alignment_ = gguf_format::alignment_from(owned);
-  const auto existing = std::find_if(metadata_.begin(), metadata_.end(),
-                                     [&](const auto& entry) { return entry.first == key; });
+  const auto existing =
+      std::find_if(metadata_.begin(), metadata_.end(), [&](const auto& entry) { return entry.first == key; });
   if (existing != metadata_.end()) {
     existing->second = std::move(owned);
   } else {
@@ -150,14 +161,17 @@ void GgufWriter::set(std::string key, GgufValue value) {
   }
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims, std::vector<uint8_t> data) {
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                            std::vector<uint8_t> data) {
   gguf_format::check_tensor_name(name);
-  if (std::any_of(tensors_.begin(), tensors_.end(), [&](const auto& tensor) { return tensor.name == name; })) {
-    fail("duplicate tensor '{}'", name);
+  if (std::any_of(tensors_.begin(), tensors_.end(),
+                  [&](const auto& tensor) { return tensor.name == name; })) {
+    fail("duplicate tensor {}", gguf_format::quote(name));
   }
   const auto layout = gguf_format::check_tensor(name, dims, static_cast<uint32_t>(type));
   if (data.size() != layout.n_bytes) {
-    fail("tensor '{}' has {} bytes of data, but its shape and type need {}", name, data.size(), layout.n_bytes);
+    fail("tensor {} has {} bytes of data, but its shape and type need {}", gguf_format::quote(name),
+         data.size(), layout.n_bytes);
   }
   tensors_.push_back({std::move(name), type, std::move(dims), std::move(data)});
 }
@@ -183,14 +197,15 @@ void GgufWriter::emit(const std::function<void(std::span<const uint8_t>)>& sink)
     encoder.put<uint64_t>(data_offset);
     data_offset = gguf_format::align_up(data_offset + tensor.data.size(), alignment_);
   }
-  header.resize(gguf_format::align_up(header.size(), alignment_), 0);
+  // Padding aligns the data section, so a file without tensors needs none (the reader agrees);
+  // padding anyway would make a tiny file with a huge legal alignment gigabytes long.
   sink(header);
-
-  const std::vector<uint8_t> zeros(alignment_, 0);
+  if (!tensors_.empty()) {
+    emit_zeros(sink, gguf_format::align_up(header.size(), alignment_) - header.size());
+  }
   for (const auto& tensor : tensors_) {
     sink(tensor.data);
-    const size_t padding = gguf_format::align_up(tensor.data.size(), alignment_) - tensor.data.size();
-    sink(std::span(zeros).first(padding));
+    emit_zeros(sink, gguf_format::align_up(tensor.data.size(), alignment_) - tensor.data.size());
   }
 }
 

@@ -30,7 +30,8 @@ BlockQ8_0 quantize_block_q8_0(const float* x) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   BlockQ8_0 block{};
   block.d = f32_to_f16(d);
-  for (int j = 0; j < kQuantBlock; ++j) block.qs[j] = static_cast<int8_t>(narrow(std::round(x[j] * id), -128.0f, 127.0f));
+  for (int j = 0; j < kQuantBlock; ++j)
+    block.qs[j] = static_cast<int8_t>(narrow(std::round(x[j] * id), -128.0f, 127.0f));
   return block;
 }
 
@@ -83,7 +84,8 @@ void quantize_blocks(std::span<const float> values, uint8_t* out, Block (*quanti
 }
 
 template <typename Block>
-void dequantize_blocks(const uint8_t* data, int64_t n, float* out, void (*dequantize_block)(const Block&, float*)) {
+void dequantize_blocks(const uint8_t* data, int64_t n, float* out,
+                       void (*dequantize_block)(const Block&, float*)) {
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
     Block block;
     std::memcpy(&block, data + b * sizeof(Block), sizeof(Block));

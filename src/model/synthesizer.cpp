@@ -61,9 +61,9 @@ class ModelWriter {
     writer_.add_tensor(name, type, {cols, rows}, quantize_row(type, v));
   }
 
-  // Norm weights as Gemma stores them in GGUF (effective scale, around 1).
-  void norm(const std::string& name, int64_t n) {
-    const auto v = values(name, n, [](Random& r) { return 1.0f + 0.1f * r.normal(); });
+  // Norm weights as Gemma stores them in GGUF (effective scale, around `center`).
+  void norm(const std::string& name, int64_t n, float center = 1.0f) {
+    const auto v = values(name, n, [center](Random& r) { return center * (1.0f + 0.1f * r.normal()); });
     writer_.add_tensor(name, GgmlType::F32, {n}, quantize_row(GgmlType::F32, v));
   }
 
@@ -197,9 +197,11 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     if (k.starts_with("tokenizer.")) w.set(k, v);
   }
 
-  // Embeddings: unit variance before the sqrt(n_embd) input scale; the tied output then gives
-  // logits with a spread of a few units, so argmax decisions are not near-ties.
-  model.matrix("token_embd.weight", o.embedding_type, o.n_embd, n_vocab, 1.0f / std::sqrt(static_cast<float>(o.n_embd)) * 4.0f);
+  // Embeddings are small next to what the layers add to the residual stream (RMS 0.5 after the
+  // sqrt(n_embd) input scale against ~1 per block), so the tied output does not simply predict
+  // the input token again; the final norm's large weights give logits a spread of a few units,
+  // so argmax decisions are rarely near-ties.
+  model.matrix("token_embd.weight", o.embedding_type, o.n_embd, n_vocab, 0.5f / std::sqrt(static_cast<float>(o.n_embd)));
   if (gemma4) {
     // Proportional RoPE as llama.cpp encodes it: factor 1 for rotated pairs, 1e30 (frequency ~0,
     // an identity rotation) for the rest.
@@ -209,7 +211,7 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     for (int i = 0; i < pairs; ++i) factors[i] = i < rotated ? 1.0f : 1e30f;
     model.f32("rope_freqs.weight", std::move(factors));
   }
-  model.norm("output_norm.weight", o.n_embd);
+  model.norm("output_norm.weight", o.n_embd, 8.0f);
 
   for (int il = 0; il < o.n_layer; ++il) {
     const bool global = is_global_layer(o, il);
@@ -224,8 +226,12 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     model.matrix(name("attn_k"), o.weight_type, o.n_embd, kv_width, in_std);
     if (!(gemma4 && global && o.global_v_equals_k)) model.matrix(name("attn_v"), o.weight_type, o.n_embd, kv_width, in_std);
     model.matrix(name("attn_output"), o.weight_type, q_width, o.n_embd, 1.0f / std::sqrt(static_cast<float>(q_width)));
-    model.norm(name("attn_q_norm"), head_dim);
-    model.norm(name("attn_k_norm"), head_dim);
+    // Gemma 4 does not scale queries (attention scale 1.0), so its trained QK-norm weights keep
+    // the scores moderate; weights of head_dim^-1/4 give scores of unit spread here, where 1.0
+    // would give a softmax so sharp that f16 rounding of K decides between keys.
+    const float qk_norm = gemma4 ? 1.0f / std::sqrt(std::sqrt(static_cast<float>(head_dim))) : 1.0f;
+    model.norm(name("attn_q_norm"), head_dim, qk_norm);
+    model.norm(name("attn_k_norm"), head_dim, qk_norm);
     model.norm(name("post_attention_norm"), o.n_embd);
     model.norm(name("ffn_norm"), o.n_embd);
     model.matrix(name("ffn_gate"), o.weight_type, o.n_embd, o.n_ff, in_std);

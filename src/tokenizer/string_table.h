@@ -25,11 +25,15 @@ class StringTable {
  private:
   // Slot of `text` in slots_: the one holding it, or the empty one where it would go.
   size_t probe(std::string_view text, size_t hash) const;
-  void grow();
+
+  // A slot keeps the string's hash with its id, so a probe reads strings_ only on a likely match.
+  struct Slot {
+    int32_t id = -1;  // -1: empty
+    size_t hash = 0;
+  };
 
   std::vector<std::string> strings_;
-  std::vector<size_t> hashes_;   // hash of strings_[id], kept so growing needs no rehash
-  std::vector<int32_t> slots_;   // id, or -1 for an empty slot; size is a power of two
+  std::vector<Slot> slots_;  // size is a power of two
 };
 
 }  // namespace channel

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -54,11 +55,12 @@ def parse_args():
 
 
 def run(command):
-    """Runs a command and returns its stdout; on failure raises with its stderr."""
+    """Runs a command and returns its stdout; on failure raises with its stderr (or stdout)."""
     command = [str(part) for part in command]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"exit {result.returncode}: {' '.join(command)}\n{result.stderr.strip()}")
+        output = (result.stderr.strip() or result.stdout.strip())[-2000:]
+        raise RuntimeError(f"exit {result.returncode}: {' '.join(command)}" + (f"\n{output}" if output else ""))
     return result.stdout
 
 
@@ -118,7 +120,7 @@ def compare_logits(ours, ref):
         d = a - b
         diff_sq += float(np.sum(d * d))
         ref_sq += float(np.sum(b * b))
-        max_abs = max(max_abs, float(np.max(np.abs(d))))
+        max_abs = float(np.max([max_abs, np.max(np.abs(d))]))  # np.max, unlike max, keeps a NaN
     same_argmax = float(np.mean(np.argmax(ours, axis=1) == np.argmax(ref, axis=1)))
     rel_l2 = np.sqrt(diff_sq / ref_sq) if ref_sq > 0 else np.sqrt(diff_sq)
     return float(rel_l2), max_abs, same_argmax
@@ -136,9 +138,9 @@ class Case:
     arch: str
     wtype: str
     prompt_length: int
-    rel_l2: float = float("nan")
-    max_abs: float = float("nan")
-    same_argmax: float = float("nan")
+    rel_l2: Optional[float] = None  # None until the logits were compared
+    max_abs: Optional[float] = None
+    same_argmax: Optional[float] = None
     greedy: str = "-"  # "matched/requested" tokens, or "-" when not compared
     error: str = ""
     passed: bool = False
@@ -199,8 +201,11 @@ def run_model(arch, wtype, args, n_vocab):
 
 def table(cases):
     header = ["arch", "type", "prompt len", "rel L2", "max abs", "argmax agreement", "greedy match", "result"]
-    rows = [[c.arch, c.wtype, str(c.prompt_length), f"{c.rel_l2:.3e}", f"{c.max_abs:.3e}", f"{c.same_argmax:.1%}",
-             c.greedy, "ok" if c.passed else "ERROR" if c.error else "FAIL"] for c in cases]
+    rows = []
+    for c in cases:
+        measured = ["-"] * 3 if c.rel_l2 is None else [f"{c.rel_l2:.3e}", f"{c.max_abs:.3e}", f"{c.same_argmax:.1%}"]
+        rows.append([c.arch, c.wtype, str(c.prompt_length), *measured, c.greedy,
+                     "ok" if c.passed else "ERROR" if c.error else "FAIL"])
     return header, rows
 
 

@@ -1,0 +1,104 @@
+// CPU matmul kernels on Gemma-sized matrices (hidden 2560, FFN 10240).
+//
+//   channel_matmul_bench --benchmark_filter=Q4_0
+//
+// Decode (1 token) is memory-bound: it cycles through copies of the matrix totalling more than
+// the last-level cache, so bytes_per_second is the rate weights stream from DRAM. Batches (64
+// tokens) are compute-bound and use one copy; items_per_second counts tokens.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "core/half.h"
+
+namespace channel::cpu {
+namespace {
+
+constexpr size_t kColdBytes = 128u << 20;  // beyond the 32 MiB L3 of the machines measured
+
+struct Matrices {
+  std::vector<std::vector<uint8_t>> copies;
+  WeightMatrix w;
+};
+
+// Valid random weights: any quant values with fp16 scales around 2^-6, or values near 1.
+Matrices make_matrices(GgmlType type, int64_t rows, int64_t cols, size_t n_copies) {
+  std::mt19937 rng(1);
+  Matrices m;
+  m.w = WeightMatrix{type, nullptr, cols, rows, ggml_row_bytes(type, cols)};
+  const size_t bytes = rows * m.w.row_bytes;
+  const size_t block_bytes = ggml_type_traits(type).block_bytes;
+  for (size_t c = 0; c < n_copies; ++c) {
+    std::vector<uint8_t> data(bytes);
+    for (auto& byte : data) byte = static_cast<uint8_t>(rng());
+    if (type == GgmlType::Q4_0 || type == GgmlType::Q8_0) {
+      for (size_t offset = 0; offset < bytes; offset += block_bytes) {
+        const uint16_t scale = static_cast<uint16_t>(0x2400 | (rng() & 0x3ff));
+        std::memcpy(&data[offset], &scale, sizeof(scale));
+      }
+    } else {
+      std::normal_distribution<float> normal;
+      for (size_t offset = 0; offset < bytes; offset += block_bytes) {
+        const float v = normal(rng);
+        if (type == GgmlType::F32) {
+          std::memcpy(&data[offset], &v, sizeof(v));
+        } else {
+          const uint16_t h = type == GgmlType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+          std::memcpy(&data[offset], &h, sizeof(h));
+        }
+      }
+    }
+    m.copies.push_back(std::move(data));
+  }
+  return m;
+}
+
+// Args: weight type id, rows, cols, tokens, threads.
+void BM_Matmul(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const int64_t rows = state.range(1), cols = state.range(2), n_tokens = state.range(3);
+  const int threads = static_cast<int>(state.range(4));
+  const size_t bytes = rows * ggml_row_bytes(type, cols);
+  const size_t n_copies = n_tokens == 1 ? (kColdBytes + bytes - 1) / bytes : 1;
+  Matrices m = make_matrices(type, rows, cols, n_copies);
+  std::vector<float> x(n_tokens * cols);
+  std::normal_distribution<float> normal;
+  std::mt19937 rng(2);
+  for (float& v : x) v = normal(rng);
+  std::vector<float> out(n_tokens * rows);
+  ThreadPool pool(threads);
+  size_t copy = 0;
+  for (auto _ : state) {
+    m.w.data = m.copies[copy].data();
+    copy = (copy + 1) % n_copies;
+    matmul(m.w, x.data(), n_tokens, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.SetItemsProcessed(state.iterations() * n_tokens);
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * rows * cols * n_tokens * state.iterations() / 1e9,
+                                                benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(ggml_type_traits(type).name));
+}
+
+void Shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"type", "rows", "cols", "tokens", "threads"});
+  for (const GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16}) {
+    for (const int64_t tokens : {1, 64}) {
+      if (type != GgmlType::Q4_0 && tokens != 1) continue;  // batches: the common weight type only
+      for (const int threads : {1, 2}) {
+        b->Args({static_cast<int64_t>(type), 10240, 2560, tokens, threads});  // FFN gate / up
+        if (type == GgmlType::Q4_0) b->Args({static_cast<int64_t>(type), 2560, 10240, tokens, threads});  // FFN down
+      }
+    }
+  }
+}
+BENCHMARK(BM_Matmul)->Apply(Shapes)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace channel::cpu
+
+BENCHMARK_MAIN();

@@ -1,0 +1,53 @@
+// The activations of one matmul call, converted once into what the weight type's dot products
+// read (llama.cpp converts src1 to the weight type's vec_dot_type the same way):
+//   Q4_0 / Q8_0 weights: Q8_0 blocks (activation_quant.h), stored widened for the int16 kernels;
+//   F16 / BF16 weights:  values rounded to f16 / bf16 (nearest even), kept as exact f32;
+//   F32 weights:         the f32 values as given.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/ggml_type.h"
+
+namespace channel::cpu {
+
+// A Q8_0 activation block split into its even (0, 2, .., 30) and odd (1, 3, .., 31) elements,
+// widened to int16: the operand layout of the int16 multiply-add kernels (dot_kernels.cpp).
+struct WideQ8Block {
+  int16_t even[kQuantBlock / 2];
+  int16_t odd[kQuantBlock / 2];
+};
+
+class PreparedActivations {
+ public:
+  // x holds n_tokens rows of `cols` values; it must outlive this object for F32 weights.
+  PreparedActivations(GgmlType weight_type, const float* x, int64_t n_tokens, int64_t cols);
+  PreparedActivations(const PreparedActivations&) = delete;
+  PreparedActivations& operator=(const PreparedActivations&) = delete;
+
+  int64_t n_tokens() const { return n_tokens_; }
+  int64_t cols() const { return cols_; }
+
+  // Q4_0 / Q8_0 weights: the Q8_0 blocks of token t, as ggml lays them out and widened for the
+  // SIMD kernels with the scales decoded to f32.
+  const BlockQ8_0* q8_blocks(int64_t t) const { return q8_blocks_.data() + t * blocks_per_token(); }
+  const WideQ8Block* wide_blocks(int64_t t) const { return wide_blocks_.data() + t * blocks_per_token(); }
+  const float* q8_scales(int64_t t) const { return q8_scales_.data() + t * blocks_per_token(); }
+
+  // F16 / BF16 / F32 weights: the `cols` values of token t.
+  const float* values(int64_t t) const { return values_ + t * cols_; }
+
+ private:
+  int64_t blocks_per_token() const { return cols_ / kQuantBlock; }
+
+  int64_t n_tokens_;
+  int64_t cols_;
+  std::vector<BlockQ8_0> q8_blocks_;
+  std::vector<WideQ8Block> wide_blocks_;
+  std::vector<float> q8_scales_;
+  std::vector<float> rounded_;     // storage behind values_ for F16 / BF16 weights
+  const float* values_ = nullptr;
+};
+
+}  // namespace channel::cpu

@@ -1,0 +1,63 @@
+// matmul / matmul_rows of matmul.h: convert the activations once, then split the output rows
+// over the thread pool; each thread runs the SIMD row-tile kernels of dot_kernels.h.
+#include "backend/cpu/matmul.h"
+
+#include <algorithm>
+
+#include "backend/cpu/accumulation.h"
+#include "backend/cpu/activations.h"
+#include "backend/cpu/dot_kernels.h"
+#include "core/error.h"
+
+namespace channel::cpu {
+namespace {
+
+// Smallest share of work (weight bytes times tokens) worth handing to a thread: waking one
+// costs microseconds, a 64 KiB pass over weights about as much.
+constexpr int64_t kMinChunkWork = 64 * 1024;
+
+// Output rows per parallel_for grain: whole row tiles, at least kMinChunkWork of work.
+int64_t row_grain(const WeightMatrix& w, int64_t n_tokens) {
+  const int64_t work_per_row = std::max<int64_t>(1, static_cast<int64_t>(w.row_bytes) * n_tokens);
+  const int64_t rows = (kMinChunkWork + work_per_row - 1) / work_per_row;
+  return (rows + kDotRowGrain - 1) / kDotRowGrain * kDotRowGrain;
+}
+
+void check_weights(const WeightMatrix& w) {
+  if (w.row_bytes != ggml_row_bytes(w.type, w.cols)) {  // also rejects cols not a block multiple
+    fail("matmul: row_bytes {} does not match {} {} values", w.row_bytes, ggml_type_traits(w.type).name, w.cols);
+  }
+}
+
+// out[t * n_out + i] = dot(weight row (row_ids.empty() ? i : row_ids[i]), token t), i < n_out.
+void multiply(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> row_ids,
+              int64_t n_out, float* out, ThreadPool& pool) {
+  check_weights(w);
+  if (n_tokens <= 0 || n_out <= 0) return;
+  const PreparedActivations activations(w.type, x, n_tokens, w.cols);
+  DotRowsJob job;
+  job.weights = &w;
+  job.accumulation = quant_accumulation(w);
+  job.activations = &activations;
+  job.row_ids = row_ids;
+  job.out = out;
+  job.out_stride = n_out;
+  pool.parallel_for(
+      n_out, [&job](int64_t begin, int64_t end) { dot_rows(job, begin, end); }, row_grain(w, n_tokens));
+}
+
+}  // namespace
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool) {
+  multiply(w, x, n_tokens, {}, w.rows, out, pool);
+}
+
+void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> rows,
+                 float* out, ThreadPool& pool) {
+  for (const int32_t row : rows) {
+    if (row < 0 || row >= w.rows) fail("matmul_rows: row {} out of range [0, {})", row, w.rows);
+  }
+  multiply(w, x, n_tokens, rows, static_cast<int64_t>(rows.size()), out, pool);
+}
+
+}  // namespace channel::cpu
