@@ -49,8 +49,8 @@ struct TensorLayout {
   GgmlType type;
   uint64_t n_bytes;
 };
-// Validates a tensor's shape and type id (dim count as above, each >= 1, element count and byte size
-// representable, type supported, rows made of whole blocks) and returns its data size.
+// Validates a tensor's shape and type id (dim count as above, each dim >= 1, element count and
+// byte size representable, type supported, rows made of whole blocks); returns its data size.
 TensorLayout check_tensor(std::string_view name, std::span<const int64_t> dims, uint32_t type_id);
 
 // `offset` rounded up to a multiple of `alignment`; throws if that overflows.

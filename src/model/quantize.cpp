@@ -10,34 +10,37 @@
 namespace channel {
 namespace {
 
-// ggml narrows the scaled values with a plain C cast, which is undefined for NaN and out-of-range
-// values. Those arise only from non-finite inputs (an inf makes the scale inf, and 0 * inf is
-// NaN); here they are pinned to 0 and to [low, high] instead, which changes nothing for finite
-// inputs, where the value is always in range.
+// ggml narrows the scaled values with a plain C cast, which is undefined for NaN and for values out
+// of range. Those arise only from non-finite inputs (inf makes the scale inf and its inverse 0, and
+// inf * 0 is NaN) or from blocks so small (max |x| below ~1e-37) that 1 / scale overflows to inf.
+// Here NaN becomes 0 and the rest saturates; every other value is in range and unaffected.
 int narrow(float value, float low, float high) {
   return std::isnan(value) ? 0 : static_cast<int>(std::clamp(value, low, high));
 }
 
-// Note for both quantizers: `x * id + 8.5f` must not be contracted into an FMA, or rare values
-// round differently from ggml's build. The default x86-64 target has no FMA, so nothing here
-// needs a flag; building this file with -march=haswell or later would need -ffp-contract=off.
-
 // quantize_row_q8_0_ref: scale = max |x| / 127, q = round(x / scale), ties away from zero.
 BlockQ8_0 quantize_block_q8_0(const float* x) {
   float amax = 0.0f;
-  for (int j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+  for (int j = 0; j < kQuantBlock; ++j) {
+    const float magnitude = std::fabs(x[j]);
+    amax = amax > magnitude ? amax : magnitude;  // ggml's MAX, which (unlike std::max) takes a NaN
+  }
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   BlockQ8_0 block{};
   block.d = f32_to_f16(d);
-  for (int j = 0; j < kQuantBlock; ++j)
+  for (int j = 0; j < kQuantBlock; ++j) {
     block.qs[j] = static_cast<int8_t>(narrow(std::round(x[j] * id), -128.0f, 127.0f));
+  }
   return block;
 }
 
 // quantize_row_q4_0_ref: the value of largest magnitude (the first one on a tie, sign kept) maps
 // to -8, so scale = max / -8; q = trunc(x / scale + 8.5) capped at 15. The opposite extreme
 // therefore lands on 7 * |scale| at most: Q4_0 is asymmetric.
+// `x * id + 8.5f` must not be contracted into an FMA, or rare values round differently from ggml.
+// The default x86-64 target has no FMA; building this file with -march=haswell or later would
+// need -ffp-contract=off.
 BlockQ4_0 quantize_block_q4_0(const float* x) {
   float amax = 0.0f;
   float max = 0.0f;

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,7 +16,8 @@ namespace channel {
 
 class Gemma4Bpe {
  public:
-  // Reads tokenizer.ggml.merges ("left right" strings, in rank order).
+  // Reads tokenizer.ggml.merges ("left right" strings, in rank order). `vocab` is the file's
+  // vocabulary, and the one to pass to encode.
   Gemma4Bpe(const GgufFile& file, const Vocab& vocab);
 
   // Appends the tokens of `text`, a stretch of plain text between special tokens. Throws

@@ -41,7 +41,8 @@ void encode_sentencepiece(const Vocab& vocab, std::string_view text, std::vector
       pieces,
       [&](int32_t left, int32_t right) -> std::optional<float> {
         const Piece& l = pieces[static_cast<size_t>(left)];
-        const int32_t token = vocab.texts.find(all.substr(l.begin, l.length + pieces[static_cast<size_t>(right)].length));
+        const size_t length = l.length + pieces[static_cast<size_t>(right)].length;
+        const int32_t token = vocab.texts.find(all.substr(l.begin, length));
         return token >= 0 ? std::optional<float>(vocab.scores[static_cast<size_t>(token)]) : std::nullopt;
       },
       [](int32_t) {});

@@ -3,8 +3,9 @@
 //
 // Invalid UTF-8 in the text to encode is handled as llama.cpp handles it:
 //   - gemma4: each byte that does not start a well-formed sequence is read as U+FFFD (overlong
-//     forms are decoded, surrogates kept); a sequence decoding beyond U+10FFFF (lead bytes
-//     0xF4..0xF7) makes encode throw channel::Error, where llama.cpp throws too;
+//     forms are decoded, surrogates kept); a four-byte sequence decoding beyond U+10FFFF (lead
+//     0xF4 then 0x90 or more, or lead 0xF5..0xF7) makes encode throw channel::Error, where
+//     llama.cpp throws too;
 //   - llama: the bytes are encoded as they are, falling back to <0xXX> byte tokens.
 #pragma once
 
@@ -35,7 +36,6 @@ class Tokenizer {
   int32_t n_vocab() const { return vocab_.size(); }
   int32_t bos() const { return vocab_.bos; }  // -1 if the vocabulary has none
   int32_t eos() const { return vocab_.eos; }  // -1 if the vocabulary has none
-  TokenizerModel model() const { return vocab_.model; }
 
   // The token's text as the vocabulary stores it ("▁the", "<0x0A>", "<|turn>"); throws
   // channel::Error for an id outside the vocabulary.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "core/error.h"
@@ -65,12 +66,9 @@ void read_tokens(const GgufFile& file, Vocab& vocab) {
   }
   vocab.texts.reserve(tokens->elements.size());
   for (size_t id = 0; id < tokens->elements.size(); ++id) {
-    std::string_view text = tokens->elements[id].as_string(kKey);
+    const std::string_view stored = tokens->elements[id].as_string(kKey);
     // llama.cpp renames empty tokens so that every text stays unique.
-    const std::string placeholder = text.empty() ? fmt::format("[EMPTY_{}]", id) : std::string();
-    if (text.empty()) {
-      text = placeholder;
-    }
+    const std::string text = stored.empty() ? fmt::format("[EMPTY_{}]", id) : std::string(stored);
     if (vocab.texts.intern(text) != static_cast<int32_t>(id)) {
       fail("token {} repeats the text of token {}", id, vocab.texts.find(text));
     }

@@ -14,7 +14,9 @@ PreparedActivations::PreparedActivations(GgmlType weight_type, const float* x, i
       q8_blocks_.resize(n / kQuantBlock);
       wide_blocks_.resize(n / kQuantBlock);
       q8_scales_.resize(n / kQuantBlock);
-      for (int64_t t = 0; t < n_tokens; ++t) quantize_row_q8_0(x + t * cols, cols, q8_blocks_.data() + t * blocks_per_token());
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        quantize_row_q8_0(x + t * cols, cols, q8_blocks_.data() + t * blocks_per_token());
+      }
       for (size_t b = 0; b < q8_blocks_.size(); ++b) {
         for (int64_t i = 0; i < kQuantBlock / 2; ++i) {
           wide_blocks_[b].even[i] = q8_blocks_[b].qs[2 * i];

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "core/error.h"
@@ -142,47 +143,34 @@ void CpuBackend::attention_block(int il, const Batch& batch, std::span<const uin
   // Attention of every (token, head) over the view, masked by position.
   resize(attn_, n_tokens * q_width);
   const int group = lc.n_head / lc.n_head_kv;
-  const int64_t n_view = static_cast<int64_t>(view_slots.size());
+  const bool f32_accumulation = n_tokens >= kF32AttentionMinQueries;
   pool_.parallel_for(n_tokens * lc.n_head, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(static_cast<size_t>(n_view));
-    std::vector<float> k_row(head_dim);
+    std::vector<const uint16_t*> keys, values;
+    std::vector<float> scores(view_slots.size());
+    std::vector<uint16_t> f16_scratch(2 * static_cast<size_t>(head_dim));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / lc.n_head;
       const int h = static_cast<int>(item % lc.n_head);
-      const int kv_head = h / group;
+      const int64_t kv_offset = int64_t{h / group} * head_dim;
       const int32_t query_position = batch.positions[t];
-      const float* q = q_.data() + t * q_width + int64_t{h} * head_dim;
-      float max_score = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < n_view; ++j) {
-        const uint32_t slot = view_slots[j];
+      keys.clear();
+      values.clear();
+      for (const uint32_t slot : view_slots) {
         const int32_t key_position = slot_position_[slot];
         const bool visible = key_position >= 0 && key_position <= query_position &&
                              (!lc.sliding || query_position - key_position < config.sliding_window);
-        if (!visible) {
-          scores[j] = -std::numeric_limits<float>::infinity();
-          continue;
-        }
-        const uint16_t* k = cache.k.data() + static_cast<size_t>(slot) * kv_width + int64_t{kv_head} * head_dim;
-        float dot = 0.0f;
-        for (int i = 0; i < head_dim; ++i) dot += q[i] * f16_to_f32(k[i]);
-        scores[j] = dot;
-        max_score = std::max(max_score, dot);
+        if (!visible) continue;
+        keys.push_back(cache.k.data() + static_cast<size_t>(slot) * kv_width + kv_offset);
+        values.push_back(cache.v.data() + static_cast<size_t>(slot) * kv_width + kv_offset);
       }
+      const AttentionInputs inputs{
+          std::span<const float>(q_.data() + t * q_width + int64_t{h} * head_dim, static_cast<size_t>(head_dim)), keys,
+          values};
       float* out = attn_.data() + t * q_width + int64_t{h} * head_dim;
-      std::fill(out, out + head_dim, 0.0f);
-      if (max_score == -std::numeric_limits<float>::infinity()) continue;  // nothing visible
-      double sum = 0.0;
-      for (int64_t j = 0; j < n_view; ++j) {
-        const float p = std::exp(scores[j] - max_score);  // exp(-inf) = 0 for masked entries
-        scores[j] = p;
-        sum += p;
-      }
-      const float inv_sum = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < n_view; ++j) {
-        if (scores[j] == 0.0f) continue;
-        const float p = scores[j] * inv_sum;
-        const uint16_t* v = cache.v.data() + static_cast<size_t>(view_slots[j]) * kv_width + int64_t{kv_head} * head_dim;
-        for (int i = 0; i < head_dim; ++i) out[i] += p * f16_to_f32(v[i]);
+      if (f32_accumulation) {
+        attend_f32(inputs, out, scores);
+      } else {
+        attend_f16_accumulate(inputs, out, f16_scratch);
       }
     }
   });

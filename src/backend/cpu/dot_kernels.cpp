@@ -5,6 +5,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
+
 #include "backend/cpu/dot_reference.h"
 #include "backend/cpu/weight_values.h"
 
@@ -12,7 +15,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/dot_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -35,10 +37,11 @@ void DotRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   const PreparedActivations& x = *job.activations;
   const bool quantized = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0;
   for (int64_t i = begin; i < end; ++i) {
+    const uint8_t* row = WeightRow(job, i);
     for (int64_t t = 0; t < x.n_tokens(); ++t) {
       job.out[t * job.out_stride + i] =
-          quantized ? dot_quant_reference(w.type, WeightRow(job, i), x.q8_blocks(t), w.cols / kQuantBlock, job.accumulation)
-                    : dot_float_reference(w.type, WeightRow(job, i), x.values(t), w.cols);
+          quantized ? dot_quant_reference(w.type, row, x.q8_blocks(t), w.cols / kQuantBlock, job.accumulation)
+                    : dot_float_reference(w.type, row, x.values(t), w.cols);
     }
   }
 }
@@ -96,10 +99,10 @@ void StoreTileResults(const DotRowsJob& job, const Tile& tile, int64_t token, co
 
 // ============================================================================ Q4_0 / Q8_0
 
-// Rows per tile of the kernels below that reduce each row's block lanes themselves.
-constexpr int64_t kTileRows = 4;
-using QuantRowTile = RowTile<kTileRows>;
-
+// Two kernels, with the same integer sums and the same f32 operations: for decode and small
+// batches, each row's block products fill int32 lanes that are reduced block by block; for
+// batches, one row per int32 lane over a transposed copy of a row tile (below).
+//
 // A block's 32 products are int16 multiply-adds (ReorderWidenMulAccumulate: pmaddwd on x86) of
 // its even elements (0, 2, .., 30) and of its odd elements, both widened to int16. Pairing them
 // this way puts elements 4j..4j+3 into int32 lane j: the 8 partial sums of ggml's maddubs+madd
@@ -173,17 +176,22 @@ struct Q4_0Rows {
   }
 };
 
+// ---------------------------------------------------------------------------- small batches
+
+constexpr int64_t kSmallBatchRows = 4;  // rows per tile
+using SmallBatchTile = RowTile<kSmallBatchRows>;
+
 // The fp16 scales of block b of a tile's rows, as f32 (lane r: row r), and the same as scalars.
 struct TileScales {
   hn::Vec<D128F> vec;
-  float lane[kTileRows];
+  float lane[kSmallBatchRows];
 };
 
 template <class Rows>
-HWY_INLINE TileScales LoadTileScales(const QuantRowTile& tile, int64_t b) {
-  static_assert(kTileRows == 4, "four fp16 scales fill one u64");
+HWY_INLINE TileScales LoadTileScales(const SmallBatchTile& tile, int64_t b) {
+  static_assert(kSmallBatchRows == 4, "four fp16 scales fill one u64");
   uint64_t packed = 0;
-  for (int64_t r = 0; r < kTileRows; ++r) {
+  for (int64_t r = 0; r < kSmallBatchRows; ++r) {
     uint16_t scale;
     std::memcpy(&scale, tile.rows[r] + b * Rows::kBlockBytes, sizeof(scale));  // d comes first
     packed |= uint64_t{scale} << (16 * r);
@@ -233,20 +241,21 @@ HWY_INLINE hn::Vec<hn::Full128<int32_t>> SumsOf4(const V32 (&v)[4]) {
 // The f32 accumulators of a tile in QuantAccumulation order; Add takes the integer partials of
 // one block for token t and each row's scale d_w * d_x.
 template <QuantAccumulation kOrder, size_t kTokens>
-class QuantSums;
+class SmallBatchSums;
 
 template <size_t kTokens>
-class QuantSums<QuantAccumulation::kEightLanes, kTokens> {
+class SmallBatchSums<QuantAccumulation::kEightLanes, kTokens> {
  public:
-  QuantSums() {
+  SmallBatchSums() {
     for (auto& row : acc_)
       for (auto& token : row)
         for (auto& part : token) part = hn::Zero(DF());
   }
 
-  HWY_INLINE void Add(size_t t, const V32 (&partials)[kTileRows][kParts], const TileScales& w_scales, float x_scale) {
+  HWY_INLINE void Add(size_t t, const V32 (&partials)[kSmallBatchRows][kParts], const TileScales& w_scales,
+                      float x_scale) {
     const DF df;
-    for (int64_t r = 0; r < kTileRows; ++r) {
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) {
       const VF scale = hn::Set(df, w_scales.lane[r] * x_scale);
       for (size_t p = 0; p < kParts; ++p) {
         acc_[r][t][p] = hn::MulAdd(hn::ConvertTo(df, partials[r][p]), scale, acc_[r][t][p]);
@@ -254,8 +263,8 @@ class QuantSums<QuantAccumulation::kEightLanes, kTokens> {
     }
   }
 
-  void Results(size_t t, float (&results)[kTileRows]) const {
-    for (int64_t r = 0; r < kTileRows; ++r) {
+  void Results(size_t t, float (&results)[kSmallBatchRows]) const {
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) {
       float lanes[8];
       for (size_t p = 0; p < kParts; ++p) hn::StoreU(acc_[r][t][p], DF(), lanes + p * hn::Lanes(DF()));
       results[r] = sum_lanes_in_ggml_order(lanes);
@@ -263,19 +272,20 @@ class QuantSums<QuantAccumulation::kEightLanes, kTokens> {
   }
 
  private:
-  VF acc_[kTileRows][kTokens][kParts];
+  VF acc_[kSmallBatchRows][kTokens][kParts];
 };
 
 template <size_t kTokens>
-class QuantSums<QuantAccumulation::kBlockSequential, kTokens> {
+class SmallBatchSums<QuantAccumulation::kBlockSequential, kTokens> {
  public:
-  QuantSums() {
+  SmallBatchSums() {
     for (auto& token : acc_) token = hn::Zero(D128F());
   }
 
-  HWY_INLINE void Add(size_t t, const V32 (&partials)[kTileRows][kParts], const TileScales& w_scales, float x_scale) {
-    V32 block_sums[kTileRows];
-    for (int64_t r = 0; r < kTileRows; ++r) {
+  HWY_INLINE void Add(size_t t, const V32 (&partials)[kSmallBatchRows][kParts], const TileScales& w_scales,
+                      float x_scale) {
+    V32 block_sums[kSmallBatchRows];
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) {
       block_sums[r] = partials[r][0];
       for (size_t p = 1; p < kParts; ++p) block_sums[r] = hn::Add(block_sums[r], partials[r][p]);
     }
@@ -284,7 +294,7 @@ class QuantSums<QuantAccumulation::kBlockSequential, kTokens> {
     acc_[t] = hn::MulAdd(hn::ConvertTo(df, SumsOf4(block_sums)), scales, acc_[t]);
   }
 
-  void Results(size_t t, float (&results)[kTileRows]) const { hn::StoreU(acc_[t], D128F(), results); }
+  void Results(size_t t, float (&results)[kSmallBatchRows]) const { hn::StoreU(acc_[t], D128F(), results); }
 
  private:
   hn::Vec<D128F> acc_[kTokens];  // lane r: row r
@@ -293,10 +303,12 @@ class QuantSums<QuantAccumulation::kBlockSequential, kTokens> {
 // Tokens per tile: enough to reuse each unpacked weight block, few enough for the accumulators
 // to stay in registers (kEightLanes keeps 8 lanes per output, kBlockSequential one).
 template <QuantAccumulation kOrder>
-constexpr size_t kQuantTileTokens = kOrder == QuantAccumulation::kEightLanes ? 2 : 4;
+constexpr size_t kSmallBatchTokens = kOrder == QuantAccumulation::kEightLanes ? 2 : 4;
+
+constexpr int64_t kPrefetchBlocks = 16;
 
 template <class Rows, QuantAccumulation kOrder, size_t kTokens>
-HWY_NOINLINE void QuantTile(const DotRowsJob& job, const QuantRowTile& tile, int64_t t0) {
+HWY_NOINLINE void SmallBatchTokens(const DotRowsJob& job, const SmallBatchTile& tile, int64_t t0) {
   const PreparedActivations& x = *job.activations;
   const D16 d16;
   const WideQ8Block* x_blocks[kTokens];
@@ -305,18 +317,19 @@ HWY_NOINLINE void QuantTile(const DotRowsJob& job, const QuantRowTile& tile, int
     x_blocks[t] = x.wide_blocks(t0 + t);
     x_scales[t] = x.q8_scales(t0 + t);
   }
-  QuantSums<kOrder, kTokens> sums;
+  SmallBatchSums<kOrder, kTokens> sums;
   for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) hwy::Prefetch(tile.rows[r] + (b + kPrefetchBlocks) * Rows::kBlockBytes);
     const TileScales w_scales = LoadTileScales<Rows>(tile, b);
-    UnpackedBlock w[kTileRows];
-    for (int64_t r = 0; r < kTileRows; ++r) w[r] = Rows::Unpack(tile.rows[r] + b * Rows::kBlockBytes);
+    UnpackedBlock w[kSmallBatchRows];
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) w[r] = Rows::Unpack(tile.rows[r] + b * Rows::kBlockBytes);
     for (size_t t = 0; t < kTokens; ++t) {
       const WideQ8Block& xb = x_blocks[t][b];
-      V32 partials[kTileRows][kParts];
+      V32 partials[kSmallBatchRows][kParts];
       for (size_t p = 0; p < kParts; ++p) {
         const V16 x_even = hn::LoadU(d16, xb.even + p * hn::Lanes(d16));
         const V16 x_odd = hn::LoadU(d16, xb.odd + p * hn::Lanes(d16));
-        for (int64_t r = 0; r < kTileRows; ++r) {
+        for (int64_t r = 0; r < kSmallBatchRows; ++r) {
           partials[r][p] = BlockPartials(w[r].even[p], w[r].odd[p], x_even, x_odd);
         }
       }
@@ -324,7 +337,7 @@ HWY_NOINLINE void QuantTile(const DotRowsJob& job, const QuantRowTile& tile, int
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {
-    float results[kTileRows];
+    float results[kSmallBatchRows];
     sums.Results(t, results);
     StoreTileResults(job, tile, t0 + t, results);
   }
@@ -332,9 +345,9 @@ HWY_NOINLINE void QuantTile(const DotRowsJob& job, const QuantRowTile& tile, int
 
 template <class Rows, QuantAccumulation kOrder>
 void SmallBatchQuantRows(const DotRowsJob& job, int64_t begin, int64_t end) {
-  ForEachRowTile<kTileRows>(job, begin, end, [&](const QuantRowTile& tile) {
-    ForEachTokenTile<kQuantTileTokens<kOrder>>(job.activations->n_tokens(), [&](auto tokens, int64_t t0) {
-      QuantTile<Rows, kOrder, decltype(tokens)::value>(job, tile, t0);
+  ForEachRowTile<kSmallBatchRows>(job, begin, end, [&](const SmallBatchTile& tile) {
+    ForEachTokenTile<kSmallBatchTokens<kOrder>>(job.activations->n_tokens(), [&](auto tokens, int64_t t0) {
+      SmallBatchTokens<Rows, kOrder, decltype(tokens)::value>(job, tile, t0);
     });
   });
 }
@@ -345,7 +358,7 @@ void SmallBatchQuantRows(const DotRowsJob& job, int64_t begin, int64_t end) {
 // into "units", int16 pairs (unit m < 8: elements 4m and 4m+2 of a block, from its even half;
 // unit 8 + m: elements 4m+1 and 4m+3), transposed so that lane r holds row r's unit. Multiply-
 // adding a unit vector with the activations' matching unit, broadcast to all lanes, adds to every
-// row's exact sums at once: no horizontal reductions, and the same f32 operations as QuantTile.
+// row's exact sums at once: no horizontal reductions, and the f32 operations of SmallBatchTokens.
 // These vectors have the full width (16 rows on AVX-512); the transposes work on groups of
 // kGroupRows rows, one block-width vector each.
 using DL16 = hn::ScalableTag<int16_t>;
@@ -357,8 +370,9 @@ static_assert(kGroupRows == 4 || kGroupRows == 8, "128- or 256-bit block vectors
 constexpr size_t kUnitsPerBlock = kQuantBlock / 2;
 static_assert(sizeof(WideQ8Block) == kUnitsPerBlock * sizeof(int32_t), "activation units are the block's int32s");
 using LaneRowTile = RowTile<kLaneRows>;
-// Unpacking and transposing a tile costs about as much as computing it for a couple of tokens.
-constexpr int64_t kLaneRowsMinTokens = 4;
+// Unpacking and transposing a tile costs about as much as computing it for a few tokens: below
+// this many, the kernels above are faster (measured on Zen 4 with AVX-512 and with AVX2).
+constexpr int64_t kLaneRowsMinTokens = kLaneRows >= 16 ? 4 : 8;
 
 // Transposes a square of 32-bit lanes: afterwards lane r of v[i] is what lane i of v[r] was.
 template <class D>
@@ -461,7 +475,8 @@ HWY_NOINLINE void LaneRowTokens(const DotRowsJob& job, const LaneRowTile& tile, 
         for (size_t t = 0; t < kTokens; ++t) {
           int32_t x_unit;
           std::memcpy(&x_unit, reinterpret_cast<const uint8_t*>(&x_blocks[t][b]) + u * sizeof(x_unit), sizeof(x_unit));
-          sums[t] = hn::ReorderWidenMulAccumulate(d32, w, hn::BitCast(d16, hn::Set(d32, x_unit)), sums[t], odd_products[t]);
+          const auto x_units = hn::BitCast(d16, hn::Set(d32, x_unit));
+          sums[t] = hn::ReorderWidenMulAccumulate(d32, w, x_units, sums[t], odd_products[t]);
         }
       }
       for (size_t t = 0; t < kTokens; ++t) {

@@ -7,8 +7,11 @@
 //
 // eval feeds the tokens as given (no BOS is added) in a single batch, writes the logits of every
 // position as raw little-endian f32 (n_tokens rows of n_vocab) and prints the argmax of each
-// position on one line. generate prints the N greedily chosen ids (argmax of the raw logits, ties
-// to the lowest id) on one line. Everything runs on the CPU.
+// position on a line "argmax: ...". generate prints the N greedily chosen ids (argmax of the raw
+// logits, ties to the lowest id) on a line "greedy: ...", as `channel eval --greedy N` does.
+// Everything runs on the CPU, by default with llama.cpp's own defaults (flash attention auto, which
+// is on for the CPU; f16 KV cache; Q4_0 weights repacked); --flash-attn, --kv-type and --no-repack
+// change them, to see how far llama.cpp moves from itself (its noise floor for a parity threshold).
 #include <CLI/CLI.hpp>
 #include <ggml-backend.h>
 #include <llama.h>
@@ -139,8 +142,9 @@ llama_token argmax(const float* logits, int32_t n_vocab) {
   return static_cast<llama_token>(std::max_element(logits, logits + n_vocab) - logits);
 }
 
-void print_ids(const std::vector<llama_token>& ids) {
-  for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
+void print_ids(const char* label, const std::vector<llama_token>& ids) {
+  std::printf("%s:", label);
+  for (llama_token id : ids) std::printf(" %d", id);
   std::printf("\n");
 }
 
@@ -155,7 +159,7 @@ void run_eval(llama_context* ctx, const std::vector<llama_token>& tokens, int32_
     argmaxes.push_back(argmax(logits, n_vocab));
   }
   if (!out.flush()) throw std::runtime_error("cannot write " + path);
-  print_ids(argmaxes);
+  print_ids("argmax", argmaxes);
 }
 
 void run_generate(llama_context* ctx, const std::vector<llama_token>& prompt, int32_t n_vocab, int n_generate) {
@@ -165,7 +169,7 @@ void run_generate(llama_context* ctx, const std::vector<llama_token>& prompt, in
     generated.push_back(argmax(llama_get_logits_ith(ctx, -1), n_vocab));
     if (i + 1 < n_generate) decode(ctx, {generated.back()}, static_cast<llama_pos>(prompt.size() + i), false);
   }
-  print_ids(generated);
+  print_ids("greedy", generated);
 }
 
 }  // namespace
@@ -175,12 +179,15 @@ int main(int argc, char** argv) {
   CLI::App app{"Runs llama.cpp on exact token ids: the reference side of Channel's parity tests"};
   app.require_subcommand(1);
   auto add_common = [&opt](CLI::App* cmd) {
-    cmd->add_option("--model", opt.model, "GGUF model")->required()->check(CLI::ExistingFile);
+    cmd->add_option("-m,--model", opt.model, "GGUF model")->required()->check(CLI::ExistingFile);
     cmd->add_option("--tokens", opt.tokens, "comma-separated token ids, used as given (no BOS added)")->required();
-    cmd->add_option("--threads", opt.threads, "CPU threads")->check(CLI::PositiveNumber);
+    cmd->add_option("-t,--threads", opt.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--flash-attn", opt.flash_attn, "flash attention (auto = llama.cpp's default)")
+        ->capture_default_str()
         ->check(CLI::IsMember({"on", "off", "auto"}));
-    cmd->add_option("--kv-type", opt.kv_type, "KV cache type (f16 = llama.cpp's default)")
+    cmd->add_option("--kv-type", opt.kv_type,
+                    "KV cache type (f16 = llama.cpp's default; flash attention rounds f32 K/V to f16 anyway)")
+        ->capture_default_str()
         ->check(CLI::IsMember({"f16", "f32"}));
     cmd->add_flag("--no-repack", opt.no_repack, "keep weights in their GGUF layout (no CPU_REPACK buffers)");
     cmd->add_flag("--verbose", opt.verbose, "show llama.cpp's log and the CPU features of the loaded backend");

@@ -64,10 +64,12 @@ def run(command):
     return result.stdout
 
 
-def last_line_ids(stdout):
-    """The token ids on the last non-empty line of a program's output."""
-    lines = [line for line in stdout.splitlines() if line.strip()]
-    return [int(word) for word in lines[-1].split()] if lines else []
+def labelled_ids(stdout, label):
+    """The token ids on the line "LABEL: id id ..." that channel eval and llama_oracle print."""
+    for line in stdout.splitlines():
+        if line.startswith(label + ":"):
+            return [int(word) for word in line[len(label) + 1:].split()]
+    raise ValueError(f"no '{label}:' line in the output:\n{stdout[-2000:]}")
 
 
 def gguf_array_length(path, key):
@@ -152,12 +154,14 @@ class Case:
 
 def run_case(case, args, model, n_vocab):
     tokens = make_prompt(case.prompt_length, n_vocab, args.seed)
-    token_list = ",".join(map(str, tokens))
+    common = ["--model", model, "--tokens", ",".join(map(str, tokens))]
+    greedy = args.greedy if case.wtype in GREEDY_TYPES else 0
     ours_path = args.workdir / "channel.logits"
     ref_path = args.workdir / "oracle.logits"
     try:
-        run([args.channel, "eval", "--model", model, "--tokens", token_list, "--logits-out", ours_path])
-        run([args.oracle, "eval", "--model", model, "--tokens", token_list, "--logits-out", ref_path])
+        # channel eval continues greedily from the same prompt evaluation when asked to
+        ours_out = run([args.channel, "eval", *common, "--logits-out", ours_path] + (["--greedy", greedy] if greedy else []))
+        run([args.oracle, "eval", *common, "--logits-out", ref_path])
         case.rel_l2, case.max_abs, case.same_argmax = compare_logits(
             read_logits(ours_path, len(tokens), n_vocab), read_logits(ref_path, len(tokens), n_vocab))
     finally:  # 300 positions of a 262144-token vocabulary are 315 MB per file
@@ -165,14 +169,12 @@ def run_case(case, args, model, n_vocab):
         ref_path.unlink(missing_ok=True)
 
     greedy_ok = True
-    if case.wtype in GREEDY_TYPES and args.greedy > 0:
-        ours = last_line_ids(run([args.channel, "eval", "--model", model, "--tokens", token_list,
-                                  "--greedy", args.greedy]))
-        ref = last_line_ids(run([args.oracle, "generate", "--model", model, "--tokens", token_list,
-                                 "-n", args.greedy]))
+    if greedy:
+        ours = labelled_ids(ours_out, "greedy")
+        ref = labelled_ids(run([args.oracle, "generate", *common, "-n", greedy]), "greedy")
         matched = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), min(len(ours), len(ref)))
-        case.greedy = f"{matched}/{args.greedy}"
-        greedy_ok = ours == ref and len(ref) == args.greedy
+        case.greedy = f"{matched}/{greedy}"
+        greedy_ok = ours == ref and len(ref) == greedy
     case.judge(greedy_ok)
 
 

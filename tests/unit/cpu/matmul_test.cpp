@@ -27,10 +27,11 @@ struct Shape {
   int64_t cols;
   int64_t n_tokens;
 };
-// Rows not a multiple of the 4-row tile (13, 67) or a multiple of 8 (16: Q4_0 then uses the
-// block-sequential order); 1, 3 and 17 tokens cover full and partial token tiles; 200 columns
-// leave a scalar tail after the f32 vectors of any width.
-constexpr Shape kShapes[] = {{13, 256, 1}, {16, 96, 3}, {67, 64, 17}, {8, 200, 2}};
+// Row counts that are not a multiple of any row tile (13, 67) or are a multiple of 8 (Q4_0 then
+// uses the block-sequential order) but not of 16 (40); 1 and 3 tokens take the small-batch
+// kernels, 17 the batch kernels with a partial token tile; 200 columns leave a scalar tail after
+// the f32 vectors of any width.
+constexpr Shape kShapes[] = {{13, 256, 1}, {16, 96, 3}, {40, 64, 17}, {67, 64, 17}, {8, 200, 2}};
 
 bool is_quantized(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
 
@@ -132,9 +133,9 @@ double absolute_terms(const WeightMatrix& w, int64_t row, const ConvertedToken& 
   dequantize_row(w, row, weights.data());
   double sum = 0.0;
   for (int64_t i = 0; i < w.cols; ++i) {
-    const double activation = is_quantized(w.type)
-                                  ? f16_to_f32(x.q8[i / kQuantBlock].d) * static_cast<double>(x.q8[i / kQuantBlock].qs[i % kQuantBlock])
-                                  : x.rounded[i];
+    const BlockQ8_0* block = is_quantized(w.type) ? &x.q8[i / kQuantBlock] : nullptr;
+    const double activation =
+        block ? f16_to_f32(block->d) * static_cast<double>(block->qs[i % kQuantBlock]) : x.rounded[i];
     sum += std::fabs(weights[i] * activation);
   }
   return sum;
@@ -173,7 +174,8 @@ TEST_P(MatmulTest, MatchesScalarReference) {
             } else {
               // Each separate multiply-add rounds once more: at most one unit roundoff of every
               // block term, accumulated over the blocks.
-              const double tolerance = 2.0 * (shape.cols / kQuantBlock + 8) * kUnitRoundoff * absolute_terms(m.w, r, xt);
+              const double n_blocks = static_cast<double>(shape.cols / kQuantBlock);
+              const double tolerance = 2.0 * (n_blocks + 8) * kUnitRoundoff * absolute_terms(m.w, r, xt);
               EXPECT_NEAR(got, expected, tolerance) << "token " << t << " row " << r;
             }
           } else {
@@ -235,7 +237,7 @@ TEST_P(MatmulTest, MatmulRowsMatchesTheSameRowsOfMatmul) {
   std::mt19937 rng(3);
   const std::vector<int32_t> rows = {5, 0, 12, 12, 3, 7, 1};  // unordered, repeated, not a tile multiple
   for (const GgmlType type : kAllTypes) {
-    for (const int64_t n_tokens : {1, 3}) {
+    for (const int64_t n_tokens : {1, 3, 9}) {
       SCOPED_TRACE(::testing::Message() << ggml_type_traits(type).name << ", " << n_tokens << " tokens");
       const TestMatrix m = random_matrix(type, 16, 128, rng);
       const std::vector<float> x = random_activations(n_tokens * 128, rng);
@@ -255,14 +257,17 @@ TEST_P(MatmulTest, MatmulRowsMatchesTheSameRowsOfMatmul) {
 TEST_P(MatmulTest, ResultsDoNotDependOnThreadCount) {
   std::mt19937 rng(11);
   for (const GgmlType type : kAllTypes) {
-    for (const int64_t n_tokens : {1, 17}) {
-      SCOPED_TRACE(::testing::Message() << ggml_type_traits(type).name << ", " << n_tokens << " tokens");
-      const TestMatrix m = random_matrix(type, 1003, 64, rng);  // several chunks, odd row count
-      const std::vector<float> x = random_activations(n_tokens * 64, rng);
-      const std::vector<float> one_thread = run_matmul(m.w, x, n_tokens, 1);
-      for (const int threads : {2, 3}) {
-        const std::vector<float> out = run_matmul(m.w, x, n_tokens, threads);
-        EXPECT_EQ(std::memcmp(out.data(), one_thread.data(), out.size() * sizeof(float)), 0) << threads << " threads";
+    for (const int64_t rows : {1000, 1003}) {  // several chunks; Q4_0 in both orders
+      for (const int64_t n_tokens : {1, 17}) {
+        SCOPED_TRACE(::testing::Message() << ggml_type_traits(type).name << " " << rows << " rows, " << n_tokens
+                                          << " tokens");
+        const TestMatrix m = random_matrix(type, rows, 64, rng);
+        const std::vector<float> x = random_activations(n_tokens * 64, rng);
+        const std::vector<float> one_thread = run_matmul(m.w, x, n_tokens, 1);
+        for (const int threads : {2, 3}) {
+          const std::vector<float> out = run_matmul(m.w, x, n_tokens, threads);
+          EXPECT_EQ(std::memcmp(out.data(), one_thread.data(), out.size() * sizeof(float)), 0) << threads << " threads";
+        }
       }
     }
   }

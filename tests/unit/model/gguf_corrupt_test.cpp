@@ -221,6 +221,33 @@ TEST(GgufCorrupt, TheRawBuilderMakesValidFilesWhenNothingIsWrong) {
   EXPECT_EQ(file.tensors().size(), 2u);
 }
 
+// The counts of a writer-made file, set to 2^60: refused before anything is allocated for them.
+TEST(GgufCorrupt, HugeCountsInAValidFile) {
+  const auto overwrite_u64 = [](std::vector<uint8_t> bytes, size_t offset) {
+    std::memcpy(bytes.data() + offset, &kHuge, sizeof(kHuge));
+    return bytes;
+  };
+  auto tensors = test::tensors_sample();
+  const auto tensor_file = tensors.writer.to_bytes();
+  EXPECT_NE(parse_error(overwrite_u64(tensor_file, 8)).find("the tensor count claims 1152921504606846976"),
+            std::string::npos);
+  EXPECT_NE(parse_error(overwrite_u64(tensor_file, 16)).find("the metadata count claims 1152921504606846976"),
+            std::string::npos);
+
+  auto vocab = test::vocab_sample();
+  const auto vocab_file = vocab.writer.to_bytes();
+  constexpr std::string_view kKey = "tokenizer.ggml.tokens";
+  const auto key_at = std::search(vocab_file.begin(), vocab_file.end(), kKey.begin(), kKey.end());
+  ASSERT_NE(key_at, vocab_file.end());
+  // After the key: u32 ARRAY, u32 element type, then the u64 element count.
+  const size_t count_offset = static_cast<size_t>(key_at - vocab_file.begin()) + kKey.size() + 4 + 4;
+  const std::string message = parse_error(overwrite_u64(vocab_file, count_offset));
+  expect_well_formed(message);
+  EXPECT_NE(message.find("metadata value of 'tokenizer.ggml.tokens' claims 1152921504606846976 entries"),
+            std::string::npos)
+      << message;
+}
+
 // Cutting a valid file anywhere before the end of its last tensor must be caught: in the header
 // as truncation, in the data section as a tensor outside the file. Once a prefix parses, every
 // longer one must too (only padding follows).
