@@ -17,7 +17,7 @@
 namespace channel::cpu {
 namespace {
 
-constexpr size_t kColdBytes = 128u << 20;  // beyond the 32 MiB L3 of the machines measured
+constexpr size_t kColdBytes = size_t{512} << 20;  // beyond the last-level caches of the machines measured
 
 struct Matrices {
   std::vector<std::vector<uint8_t>> copies;
@@ -33,7 +33,10 @@ Matrices make_matrices(GgmlType type, int64_t rows, int64_t cols, size_t n_copie
   const size_t block_bytes = ggml_type_traits(type).block_bytes;
   for (size_t c = 0; c < n_copies; ++c) {
     std::vector<uint8_t> data(bytes);
-    for (auto& byte : data) byte = static_cast<uint8_t>(rng());
+    for (size_t i = 0; i + sizeof(uint32_t) <= bytes; i += sizeof(uint32_t)) {
+      const uint32_t bits = static_cast<uint32_t>(rng());
+      std::memcpy(&data[i], &bits, sizeof(bits));
+    }
     if (type == GgmlType::Q4_0 || type == GgmlType::Q8_0) {
       for (size_t offset = 0; offset < bytes; offset += block_bytes) {
         const uint16_t scale = static_cast<uint16_t>(0x2400 | (rng() & 0x3ff));

@@ -7,10 +7,13 @@
 #include <span>
 #include <vector>
 
+#include "kv/geometry.h"
+
 namespace channel {
 
-// Physical KV slots per layer: fixed geometry, allocated once (DESIGN.md §4).
-constexpr uint32_t kKvSlots = 4096;
+// Physical KV slots per layer (the 4096 of the geometry plus the transient scratch), allocated
+// once when the backend is made (DESIGN.md §4).
+constexpr uint32_t kKvSlots = kv::kPhysicalSlots;
 
 // Tokens to run through the model. Token i is at RoPE position positions[i] and its keys and
 // values are stored in KV slot slots[i] of every layer.
@@ -44,6 +47,10 @@ class Backend {
   virtual ~Backend() = default;
   virtual void forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
                        std::span<const int32_t> candidates, Logits& out) = 0;
+
+  // Moves the keys of `slots` `delta` positions forward (the Givens rotation RoPE composes
+  // with), computed from the keys as first written so repeated moves do not accumulate rounding.
+  virtual void rotate_keys(std::span<const uint32_t> slots, int64_t delta) = 0;
 };
 
 }  // namespace channel

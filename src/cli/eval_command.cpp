@@ -8,7 +8,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
-#include "engine/flat_context.h"
+#include "engine/stream_context.h"
 #include "engine/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,7 +41,7 @@ void run_eval(const EvalOptions& o) {
     tokens = tokenizer.encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
   }
   cpu::CpuBackend backend(model, o.threads);
-  FlatContext context(backend, model->config());
+  StreamContext context(backend, model->config());
   Logits logits;
   context.append(tokens, LogitsWanted::All, logits);
   if (!o.logits_out.empty()) write_logits(o.logits_out, logits);

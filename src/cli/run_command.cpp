@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/chat_template.h"
-#include "engine/flat_context.h"
+#include "engine/stream_context.h"
 #include "engine/sampler.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -41,7 +41,7 @@ void run(const RunOptions& o) {
   const std::vector<int32_t> stops = end_of_turn_tokens(tokenizer, config.arch);
 
   cpu::CpuBackend backend(model, o.threads);
-  FlatContext context(backend, config);
+  StreamContext context(backend, config);
   Sampler sampler(SamplerOptions{.temperature = o.temperature, .seed = o.seed});
   Detokenizer detokenizer(tokenizer);
   Logits logits;
@@ -64,10 +64,6 @@ void run(const RunOptions& o) {
     fmt::print("{}", detokenizer.push(token));
     std::fflush(stdout);
     if (generated == o.max_tokens) break;
-    if (context.size() >= static_cast<int32_t>(kKvSlots)) {
-      stop_reason = "context full";
-      break;
-    }
     context.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits);
   }
   fmt::print("{}\n", detokenizer.flush());

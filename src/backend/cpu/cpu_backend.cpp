@@ -20,11 +20,46 @@ void resize(std::vector<float>& buffer, int64_t n) {
 }  // namespace
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
-    : model_(std::move(model)), pool_(n_threads), slot_position_(kKvSlots, -1) {
+    : model_(std::move(model)), pool_(n_threads), slot_position_(kKvSlots, -1), slot_moved_by_(kKvSlots, 0) {
+  // All KV memory is allocated here, once; nothing is resized while the engine runs.
   for (const LayerConfig& layer : model_->config().layers) {
     const size_t width = static_cast<size_t>(layer.n_head_kv) * layer.head_dim;
-    cache_.push_back({std::vector<uint16_t>(kKvSlots * width), std::vector<uint16_t>(kKvSlots * width)});
+    cache_.push_back({std::vector<uint16_t>(kKvSlots * width), std::vector<uint16_t>(kKvSlots * width),
+                      std::vector<uint16_t>(kv::kTotalSlots * width)});
   }
+}
+
+void CpuBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) {
+  for (uint32_t slot : slots) {
+    if (slot >= kv::kTotalSlots) fail("cannot rotate scratch slot {}", slot);
+    if (slot_position_[slot] < 0) fail("cannot rotate empty slot {}", slot);
+  }
+  const ModelConfig& config = model_->config();
+  pool_.parallel_for(static_cast<int64_t>(slots.size()), [&](int64_t begin, int64_t end) {
+    std::vector<float> head(config.max_head_dim());
+    for (int64_t i = begin; i < end; ++i) {
+      const uint32_t slot = slots[i];
+      const bool first_move = slot_moved_by_[slot] == 0;
+      const int64_t total = slot_moved_by_[slot] + delta;
+      for (int il = 0; il < config.n_layer; ++il) {
+        const LayerConfig& lc = config.layers[il];
+        const size_t width = static_cast<size_t>(lc.n_head_kv) * lc.head_dim;
+        LayerCache& cache = cache_[il];
+        uint16_t* key = cache.k.data() + slot * width;
+        uint16_t* as_written = cache.k_as_written.data() + slot * width;
+        if (first_move) std::copy_n(key, width, as_written);
+        for (int h = 0; h < lc.n_head_kv; ++h) {
+          const uint16_t* source = as_written + static_cast<size_t>(h) * lc.head_dim;
+          for (int d = 0; d < lc.head_dim; ++d) head[d] = f16_to_f32(source[d]);
+          rope_rotate_by(head.data(), total, lc.n_rot, lc.rope_base, lc.rope_freq_scale,
+                         model_->layers()[il].rope_freq_factors);
+          for (int d = 0; d < lc.head_dim; ++d) key[static_cast<size_t>(h) * lc.head_dim + d] = f32_to_f16(head[d]);
+        }
+      }
+      slot_moved_by_[slot] = total;
+      slot_position_[slot] = static_cast<int32_t>(slot_position_[slot] + delta);
+    }
+  });
 }
 
 void CpuBackend::validate(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
@@ -63,7 +98,10 @@ void CpuBackend::forward(const Batch& batch, const AttentionView& view, LogitsWa
 
   // Positions are known before any layer runs, so the causal mask of the batch's own slots
   // reads them from the same table as older slots.
-  for (int64_t t = 0; t < n_tokens; ++t) slot_position_[batch.slots[t]] = batch.positions[t];
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    slot_position_[batch.slots[t]] = batch.positions[t];
+    slot_moved_by_[batch.slots[t]] = 0;  // a fresh key: nothing to move
+  }
 
   embed(batch);
   for (int il = 0; il < config.n_layer; ++il) {

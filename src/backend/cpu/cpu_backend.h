@@ -21,6 +21,8 @@ class CpuBackend final : public Backend {
   void forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
                std::span<const int32_t> candidates, Logits& out) override;
 
+  void rotate_keys(std::span<const uint32_t> slots, int64_t delta) override;
+
   const Model& model() const { return *model_; }
   int n_threads() const { return pool_.size(); }
 
@@ -28,6 +30,8 @@ class CpuBackend final : public Backend {
   struct LayerCache {
     std::vector<uint16_t> k;  // [kKvSlots][n_head_kv * head_dim], f16
     std::vector<uint16_t> v;
+    // Keys as first written, for slots that have been moved by rotate_keys ([kv::kTotalSlots]).
+    std::vector<uint16_t> k_as_written;
   };
 
   void validate(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
@@ -40,7 +44,8 @@ class CpuBackend final : public Backend {
   std::shared_ptr<const Model> model_;
   ThreadPool pool_;
   std::vector<LayerCache> cache_;
-  std::vector<int32_t> slot_position_;  // RoPE position stored in each slot, -1 when empty
+  std::vector<int32_t> slot_position_;  // RoPE position of each slot's key, -1 when empty
+  std::vector<int64_t> slot_moved_by_;  // positions rotate_keys moved a slot since it was written
 
   // Activations for the current batch, [n_tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;

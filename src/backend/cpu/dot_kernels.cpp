@@ -28,10 +28,11 @@ inline const uint8_t* WeightRow(const DotRowsJob& job, int64_t i) {
   return job.weights->data + row * job.weights->row_bytes;
 }
 
-#if HWY_TARGET == HWY_SCALAR
+#if HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
 
 // Highway's single-lane fallback target (CPUs without SSSE3; with GCC < 12.3 it replaces EMU128)
-// lacks the ops of the tile kernels, so it runs the scalar reference for each output.
+// lacks the ops of the tile kernels, and those size their tiles by vector lengths known at
+// compile time, which SVE and RVV lack: these targets run the scalar reference for each output.
 void DotRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   const WeightMatrix& w = *job.weights;
   const PreparedActivations& x = *job.activations;
@@ -46,7 +47,7 @@ void DotRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   }
 }
 
-#else  // HWY_TARGET != HWY_SCALAR
+#else  // fixed-width SIMD targets
 
 // ============================================================================ tiles
 
@@ -305,6 +306,8 @@ class SmallBatchSums<QuantAccumulation::kBlockSequential, kTokens> {
 template <QuantAccumulation kOrder>
 constexpr size_t kSmallBatchTokens = kOrder == QuantAccumulation::kEightLanes ? 2 : 4;
 
+// Weight rows are short streams (a 2560-column Q4_0 row is 1440 bytes) that a tile reads four
+// at a time, too briefly for the hardware prefetcher to ramp up: prefetch this far ahead.
 constexpr int64_t kPrefetchBlocks = 16;
 
 template <class Rows, QuantAccumulation kOrder, size_t kTokens>
@@ -319,7 +322,9 @@ HWY_NOINLINE void SmallBatchTokens(const DotRowsJob& job, const SmallBatchTile& 
   }
   SmallBatchSums<kOrder, kTokens> sums;
   for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
-    for (int64_t r = 0; r < kSmallBatchRows; ++r) hwy::Prefetch(tile.rows[r] + (b + kPrefetchBlocks) * Rows::kBlockBytes);
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) {
+      hwy::Prefetch(tile.rows[r] + (b + kPrefetchBlocks) * Rows::kBlockBytes);  // prefetches never fault
+    }
     const TileScales w_scales = LoadTileScales<Rows>(tile, b);
     UnpackedBlock w[kSmallBatchRows];
     for (int64_t r = 0; r < kSmallBatchRows; ++r) w[r] = Rows::Unpack(tile.rows[r] + b * Rows::kBlockBytes);
@@ -444,7 +449,8 @@ template <QuantAccumulation kOrder>
 constexpr size_t kLaneGroups = kOrder == QuantAccumulation::kEightLanes ? 8 : 1;
 // Tokens per tile: as many as the accumulators leave registers for (AVX-512 has 32, not 16).
 template <QuantAccumulation kOrder>
-constexpr size_t kLaneRowTileTokens = kOrder == QuantAccumulation::kEightLanes ? (kLaneRows >= 16 ? 2 : 1) : 4;
+constexpr size_t kLaneRowTileTokens =
+    kOrder == QuantAccumulation::kEightLanes ? (kLaneRows >= 16 ? 2 : 1) : 4;
 
 template <QuantAccumulation kOrder, size_t kTokens>
 HWY_NOINLINE void LaneRowTokens(const DotRowsJob& job, const LaneRowTile& tile, const int32_t* units,
@@ -562,7 +568,7 @@ constexpr size_t kFloatTileTokens = 2;
 using FloatRowTile = RowTile<kFloatTileRows>;
 
 template <class Rows, size_t kTokens>
-HWY_NOINLINE void FloatTile(const DotRowsJob& job, const FloatRowTile& tile, int64_t t0) {
+HWY_NOINLINE void FloatTokens(const DotRowsJob& job, const FloatRowTile& tile, int64_t t0) {
   const PreparedActivations& x = *job.activations;
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
@@ -597,7 +603,7 @@ template <class Rows>
 void FloatRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   ForEachRowTile<kFloatTileRows>(job, begin, end, [&](const FloatRowTile& tile) {
     ForEachTokenTile<kFloatTileTokens>(job.activations->n_tokens(), [&](auto tokens, int64_t t0) {
-      FloatTile<Rows, decltype(tokens)::value>(job, tile, t0);
+      FloatTokens<Rows, decltype(tokens)::value>(job, tile, t0);
     });
   });
 }
@@ -614,7 +620,7 @@ void DotRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   }
 }
 
-#endif  // HWY_TARGET == HWY_SCALAR
+#endif  // HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
 
 }  // namespace HWY_NAMESPACE
 }  // namespace channel::cpu

@@ -46,6 +46,22 @@ void RopeTable::apply(float* head) const {
   }
 }
 
+void rope_rotate_by(float* head, int64_t delta, int n_rot, float base, float freq_scale,
+                    std::span<const float> freq_factors) {
+  const int half = n_rot / 2;
+  for (int i = 0; i < half; ++i) {
+    const double factor = freq_factors.empty() ? 1.0 : freq_factors[i];
+    const double inverse_frequency = std::pow(static_cast<double>(base), -2.0 * i / n_rot) / factor;
+    const double angle = std::fmod(static_cast<double>(delta) * freq_scale * inverse_frequency, 2.0 * M_PI);
+    const float c = static_cast<float>(std::cos(angle));
+    const float s = static_cast<float>(std::sin(angle));
+    const float x0 = head[i];
+    const float x1 = head[i + half];
+    head[i] = x0 * c - x1 * s;
+    head[i + half] = x0 * s + x1 * c;
+  }
+}
+
 namespace {
 
 float gelu_tanh(float x) {

@@ -26,6 +26,12 @@ class RopeTable {
   float sin_[4096];
 };
 
+// Rotates a head that RoPE placed at some position p so that it is as if placed at p + delta:
+// pair i turns by delta * freq_scale * base^(-2i/n_rot) / freq_factor[i]. Angles are formed in
+// double and reduced mod 2*pi, so a delta of millions of positions stays exact to f32 rounding.
+void rope_rotate_by(float* head, int64_t delta, int n_rot, float base, float freq_scale,
+                    std::span<const float> freq_factors);
+
 // y[i] = gelu_tanh(gate[i]) * up[i], with GELU evaluated through an f16 table as llama.cpp does
 // (input rounded to f16, output stored as f16).
 void geglu(const float* gate, const float* up, float* y, int64_t n);

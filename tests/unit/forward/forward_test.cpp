@@ -7,7 +7,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
-#include "engine/flat_context.h"
+#include "engine/stream_context.h"
 #include "test_models.h"
 
 namespace channel {
@@ -42,13 +42,13 @@ TEST_P(Forward, PrefillMatchesTokenByTokenDecode) {
   const auto tokens = prompt_tokens(20, model->config().n_vocab);
 
   cpu::CpuBackend batched_backend(model, 2);
-  FlatContext batched(batched_backend, model->config());
+  StreamContext batched(batched_backend, model->config());
   Logits all;
   batched.append(tokens, LogitsWanted::All, all);
   ASSERT_EQ(all.n_rows, 20);
 
   cpu::CpuBackend stepped_backend(model, 2);
-  FlatContext stepped(stepped_backend, model->config());
+  StreamContext stepped(stepped_backend, model->config());
   for (size_t i = 0; i < tokens.size(); ++i) {
     Logits one;
     stepped.append(std::span<const int32_t>(&tokens[i], 1), LogitsWanted::Last, one);
@@ -68,7 +68,7 @@ TEST_P(Forward, ThreadCountDoesNotChangeLogits) {
   std::vector<float> reference;
   for (int threads : {1, 2, 3}) {
     cpu::CpuBackend backend(model, threads);
-    FlatContext context(backend, model->config());
+    StreamContext context(backend, model->config());
     Logits logits;
     context.append(tokens, LogitsWanted::All, logits);
     if (reference.empty()) {
@@ -91,40 +91,22 @@ TEST(ForwardInput, BadTokenIsRefusedAndStateKept) {
   const auto tokens = prompt_tokens(6, n_vocab);
 
   cpu::CpuBackend clean_backend(model, 1);
-  FlatContext clean(clean_backend, model->config());
+  StreamContext clean(clean_backend, model->config());
   Logits expected;
   clean.append(std::span(tokens).first(3), LogitsWanted::None, expected);
   clean.append(std::span(tokens).subspan(3), LogitsWanted::Last, expected);
 
   cpu::CpuBackend backend(model, 1);
-  FlatContext context(backend, model->config());
+  StreamContext context(backend, model->config());
   Logits logits;
   context.append(std::span(tokens).first(3), LogitsWanted::None, logits);
   const std::vector<int32_t> bad = {5, n_vocab, 7};
   EXPECT_THROW(context.append(bad, LogitsWanted::Last, logits), Error);
   const std::vector<int32_t> negative = {-1};
   EXPECT_THROW(context.append(negative, LogitsWanted::Last, logits), Error);
-  EXPECT_EQ(context.size(), 3);
+  EXPECT_EQ(context.clock(), 3);
   context.append(std::span(tokens).subspan(3), LogitsWanted::Last, logits);
   EXPECT_EQ(logits.values, expected.values);
-}
-
-TEST(ForwardInput, ContextLimitIsAClearError) {
-  TempDir dir;
-  SynthOptions o = default_synth_options(ModelArch::Gemma3);
-  o.n_layer = 1;
-  const auto model = Model::load(testing::synthesize(dir, o, "m.gguf"));
-  cpu::CpuBackend backend(model, 1);
-  FlatContext context(backend, model->config());
-  std::vector<int32_t> tokens(kKvSlots + 1, 5);
-  Logits logits;
-  try {
-    context.append(tokens, LogitsWanted::None, logits);
-    FAIL() << "accepted more tokens than KV slots";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("context full"), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(context.size(), 0);
 }
 
 }  // namespace

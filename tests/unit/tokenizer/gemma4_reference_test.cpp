@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -27,14 +26,11 @@ class Gemma4Vocab : public ::testing::Test {
     }
     path_ = *path;
     const GgufFile file = GgufFile::open(path_.string());
-    const auto start = std::chrono::steady_clock::now();
     tokenizer_.emplace(Tokenizer::from_gguf(file));
-    build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   std::filesystem::path path_;
   std::optional<Tokenizer> tokenizer_;
-  double build_seconds_ = 0;
 };
 
 std::string read_file(const std::filesystem::path& path) {
@@ -123,24 +119,6 @@ TEST_F(Gemma4Vocab, DetokenizesWhatItEncodes) {
   }
   decoded += detokenizer.flush();
   EXPECT_EQ(decoded, text);
-}
-
-TEST_F(Gemma4Vocab, BuildsAndEncodesFast) {
-  // Generous bounds (shared machines, sanitizer builds); they catch quadratic behaviour, which
-  // takes minutes on 100 KB.
-  EXPECT_LT(build_seconds_, 3.0);
-  std::string text;
-  for (int i = 0; text.size() < 100'000; ++i) {
-    text += "Line " + std::to_string(i) + ": the quick brown fox, über café, 日本語 🦙<|turn>  ";
-    text += i % 5 == 0 ? "\n" : "";
-  }
-  for (const std::string& input : {text, std::string(100'000, 'a'), std::string(100'000, ' ')}) {
-    const auto start = std::chrono::steady_clock::now();
-    const std::vector<int32_t> ids = tokenizer_->encode(input, true, true);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_GT(ids.size(), 100u);
-    EXPECT_LT(seconds, 2.0) << input.substr(0, 40);
-  }
 }
 
 }  // namespace

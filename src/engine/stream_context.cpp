@@ -1,0 +1,45 @@
+#include "engine/stream_context.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "core/error.h"
+
+namespace channel {
+
+StreamContext::StreamContext(Backend& backend, const ModelConfig& config)
+    : backend_(backend), n_vocab_(config.n_vocab), ring_(config.sliding_window) {}
+
+void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out) {
+  if (tokens.empty()) fail("nothing to evaluate: the token list is empty");
+  for (int32_t token : tokens) {
+    if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary (0..{})", token, n_vocab_ - 1);
+  }
+  if (ring_.transient() && tokens.size() > ring_.max_batch()) {
+    fail("{} transient tokens exceed the {} scratch slots left", tokens.size(), ring_.max_batch());
+  }
+  Logits chunk_logits;
+  out.values.clear();
+  out.n_rows = 0;
+  size_t done = 0;
+  while (done < tokens.size()) {
+    const size_t n = std::min<size_t>({tokens.size() - done, kMaxChunk, ring_.max_batch()});
+    const bool last_chunk = done + n == tokens.size();
+    const kv::Placement placement = ring_.append(static_cast<uint32_t>(n));
+    if (placement.rotation) backend_.rotate_keys(placement.rotation->slots, placement.rotation->delta);
+    assert(ring_.max_global_distance() < kv::kMaxRelativeDistance);
+    const LogitsWanted chunk_wanted = wanted == LogitsWanted::All ? LogitsWanted::All
+                                      : last_chunk                ? wanted
+                                                                  : LogitsWanted::None;
+    const Batch batch{tokens.subspan(done, n), placement.positions, placement.slots};
+    backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted, {}, chunk_logits);
+    if (chunk_wanted != LogitsWanted::None) {
+      out.n_cols = chunk_logits.n_cols;
+      out.n_rows += chunk_logits.n_rows;
+      out.values.insert(out.values.end(), chunk_logits.values.begin(), chunk_logits.values.end());
+    }
+    done += n;
+  }
+}
+
+}  // namespace channel

@@ -1,0 +1,40 @@
+// One continuous token stream on one backend: the KV ring decides where each token goes and
+// what each layer reads; this class feeds the backend accordingly, in chunks the ring accepts.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backend/backend.h"
+#include "kv/ring.h"
+#include "model/model_config.h"
+
+namespace channel {
+
+class StreamContext {
+ public:
+  // Largest batch sent to the backend at once; longer inputs are prefilled in chunks.
+  static constexpr uint32_t kMaxChunk = 512;
+
+  StreamContext(Backend& backend, const ModelConfig& config);
+
+  // Runs `tokens` after everything so far. Logits: LogitsWanted::Last gives the last token's
+  // row, All every token's row (in order). Token ids are checked before anything changes: an
+  // invalid id throws channel::Error and leaves the stream as it was.
+  void append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out);
+
+  // Probes: tokens appended between begin_transient() and rollback() leave no trace.
+  int64_t begin_transient() { return ring_.begin_transient(); }
+  void rollback(int64_t clock) { ring_.rollback(clock); }
+
+  kv::KvRing& ring() { return ring_; }
+  const kv::KvRing& ring() const { return ring_; }
+  int64_t clock() const { return ring_.clock(); }
+
+ private:
+  Backend& backend_;
+  int n_vocab_;
+  kv::KvRing ring_;
+};
+
+}  // namespace channel

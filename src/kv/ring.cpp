@@ -1,0 +1,193 @@
+#include "kv/ring.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+
+namespace channel::kv {
+
+KvRing::KvRing(int sliding_window)
+    : sliding_window_(sliding_window),
+      slot_clock_(kPhysicalSlots, -1),
+      slot_position_(kPhysicalSlots, -1),
+      recall_active_(kRecallSlots, false) {
+  if (sliding_window < 0) fail("sliding window {} is negative", sliding_window);
+}
+
+void KvRing::set_anchor_count(uint32_t anchors) {
+  if (clock_ != 0) fail("the anchor count can only be set before the first token (clock is {})", clock_);
+  if (anchors > kMaxAnchors) fail("{} anchor tokens exceed the {} the geometry allows", anchors, kMaxAnchors);
+  anchors_ = anchors;
+}
+
+void KvRing::mark_span(SpanType type) {
+  if (transient_) return;  // transient tokens are not part of the stream
+  if (clock_ < anchors_ || spans_.empty()) {
+    pending_type_ = type;
+    return;
+  }
+  Span& open = spans_.back();
+  if (open.end_clock == open.start_clock) {
+    open.type = type;  // nothing written in it yet: relabel instead of keeping an empty span
+    return;
+  }
+  spans_.push_back(Span{type, clock_, clock_, slot_of_clock(clock_, anchors_)});
+}
+
+uint32_t KvRing::max_batch() const {
+  return transient_ ? kScratchSlots - scratch_used_ : ring_slots();
+}
+
+void KvRing::evict_through(int64_t clock) {
+  while (!spans_.empty() && spans_.front().start_clock <= clock) {
+    Span& front = spans_.front();
+    const bool open = spans_.size() == 1;
+    // A closed span goes as a whole; the open span (longer than the ring) only up to `clock`.
+    const int64_t end = open ? std::min(front.end_clock, clock + 1) : front.end_clock;
+    for (int64_t c = front.start_clock; c < end; ++c) {
+      const uint32_t slot = slot_of_clock(c, anchors_);
+      if (slot_clock_[slot] == c) slot_clock_[slot] = slot_position_[slot] = -1;
+    }
+    if (open) {
+      front.start_clock = end;
+      front.first_slot = slot_of_clock(end, anchors_);
+      break;
+    }
+    spans_.pop_front();
+  }
+}
+
+Placement KvRing::append(uint32_t n) {
+  if (n == 0) fail("nothing to append");
+  if (n > max_batch()) {
+    fail("{} tokens do not fit: at most {} {} tokens per batch", n, max_batch(), transient_ ? "transient" : "ring");
+  }
+  Placement placement;
+  const int64_t first_query = clock_;
+  if (transient_) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t slot = kScratchBase + scratch_used_ + i;
+      slot_clock_[slot] = slot_position_[slot] = clock_ + i;
+      placement.slots.push_back(slot);
+      placement.positions.push_back(static_cast<int32_t>(clock_ + i));
+    }
+    scratch_used_ += n;
+    clock_ += n;
+    rebuild_views(first_query);
+    return placement;
+  }
+
+  const int64_t ring = ring_slots();
+  for (uint32_t i = 0; i < n; ++i) {
+    const int64_t c = clock_;
+    if (c >= anchors_) {
+      if (c - ring >= anchors_) evict_through(c - ring);  // the slot's previous token must go first
+      if (spans_.empty()) spans_.push_back(Span{pending_type_, c, c, slot_of_clock(c, anchors_)});
+      spans_.back().end_clock = c + 1;
+    }
+    const uint32_t slot = slot_of_clock(c, anchors_);
+    slot_clock_[slot] = slot_position_[slot] = c;
+    placement.slots.push_back(slot);
+    placement.positions.push_back(static_cast<int32_t>(c));
+    clock_ = c + 1;
+  }
+  while (!spans_.empty() && spans_.front().start_clock == spans_.front().end_clock && spans_.size() > 1) spans_.pop_front();
+  oldest_live_ = spans_.empty() ? clock_ : spans_.front().start_clock;
+  placement.rotation = rebase_if_needed(clock_ - 1);
+  committed_first_query_ = first_query;
+  rebuild_views(first_query);
+  return placement;
+}
+
+std::optional<Rotation> KvRing::rebase_if_needed(int64_t last_query_clock) {
+  // Transient tokens may follow (up to kScratchSlots more queries), so keep room for them.
+  if (last_query_clock + kScratchSlots - anchor_base_ < kMaxRelativeDistance) return std::nullopt;
+  // Anchors move to sit just before the oldest live ring token; recall keys move with them.
+  const int64_t new_base = oldest_live_ - anchors_;
+  const int64_t delta = new_base - anchor_base_;
+  anchor_base_ = new_base;
+  Rotation rotation{{}, delta};
+  for (uint32_t a = 0; a < anchors_; ++a) rotation.slots.push_back(a);
+  for (uint32_t r = 0; r < kRecallSlots; ++r) {
+    if (recall_active_[r]) rotation.slots.push_back(kRecallBase + r);
+  }
+  for (uint32_t slot : rotation.slots) slot_position_[slot] += delta;
+  if (rotation.slots.empty()) return std::nullopt;
+  return rotation;
+}
+
+int64_t KvRing::begin_transient() {
+  if (transient_) fail("already running transient tokens");
+  transient_ = true;
+  transient_start_ = clock_;
+  scratch_used_ = 0;
+  return clock_;
+}
+
+void KvRing::rollback(int64_t clock) {
+  if (!transient_ || clock != transient_start_) {
+    fail("rollback to clock {} does not match the transient start {}", clock, transient_ ? transient_start_ : -1);
+  }
+  for (uint32_t i = 0; i < scratch_used_; ++i) slot_clock_[kScratchBase + i] = slot_position_[kScratchBase + i] = -1;
+  clock_ = transient_start_;
+  transient_ = false;
+  scratch_used_ = 0;
+  rebuild_views(committed_first_query_);
+}
+
+Placement KvRing::write_recall(uint32_t count, int64_t position) {
+  if (count > kRecallSlots) fail("{} recall tokens exceed the {} recall slots", count, kRecallSlots);
+  if (position < 0) fail("negative recall position {}", position);
+  clear_recall();
+  Placement placement;
+  for (uint32_t r = 0; r < count; ++r) {
+    const uint32_t slot = kRecallBase + r;
+    recall_active_[r] = true;
+    slot_clock_[slot] = position + r;
+    slot_position_[slot] = position + r;
+    placement.slots.push_back(slot);
+    placement.positions.push_back(static_cast<int32_t>(position + r));
+  }
+  rebuild_views(committed_first_query_);
+  return placement;
+}
+
+void KvRing::clear_recall() {
+  for (uint32_t r = 0; r < kRecallSlots; ++r) {
+    recall_active_[r] = false;
+    slot_clock_[kRecallBase + r] = slot_position_[kRecallBase + r] = -1;
+  }
+  rebuild_views(committed_first_query_);
+}
+
+void KvRing::rebuild_views(int64_t first_query_clock) {
+  last_query_clock_ = clock_ - 1;
+  const int64_t committed_end = transient_ ? transient_start_ : clock_;
+  global_view_.clear();
+  sliding_view_.clear();
+  for (uint32_t a = 0; a < anchors_ && a < committed_end; ++a) global_view_.push_back(a);
+  for (uint32_t r = 0; r < kRecallSlots; ++r) {
+    if (recall_active_[r]) global_view_.push_back(kRecallBase + r);
+  }
+  for (int64_t c = std::max<int64_t>(oldest_live_, anchors_); c < committed_end; ++c) {
+    global_view_.push_back(slot_of_clock(c, anchors_));
+  }
+  // Sliding layers: every clock some query of the batch can see, if it is still live.
+  const int64_t sliding_begin = std::max<int64_t>(0, first_query_clock - sliding_window_ + 1);
+  for (int64_t c = sliding_begin; c < committed_end; ++c) {
+    if (c < anchors_ || c >= oldest_live_) sliding_view_.push_back(slot_of_clock(c, anchors_));
+  }
+  for (uint32_t i = 0; i < scratch_used_; ++i) {
+    global_view_.push_back(kScratchBase + i);
+    sliding_view_.push_back(kScratchBase + i);
+  }
+}
+
+int64_t KvRing::max_global_distance() const {
+  int64_t oldest_position = std::numeric_limits<int64_t>::max();
+  for (uint32_t slot : global_view_) oldest_position = std::min(oldest_position, slot_position_[slot]);
+  return global_view_.empty() ? 0 : last_query_clock_ - oldest_position;
+}
+
+}  // namespace channel::kv

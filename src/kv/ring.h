@@ -1,0 +1,112 @@
+// The KV ring: which physical slot each token of the endless stream is written to, which slots
+// each layer type may read, and when anchor and recall keys must be re-rotated. It is host
+// bookkeeping only (integers); the backend holds the keys and values.
+//
+// - Anchors (Tier 1): clocks 0 .. N_sys-1 in slots 0 .. N_sys-1, never evicted. N_sys is set
+//   before anything is written (the system prompt's length).
+// - Ring (Tier 2): clock c >= N_sys goes to slot N_sys + (c - N_sys) mod W. Before a write would
+//   overwrite a live token, the whole oldest span is evicted, so the live ring is always a
+//   suffix of whole spans. (A single span longer than the ring loses its oldest tokens one by
+//   one: there is no whole span to evict.)
+// - Recall (Tier 3): slots 3968..4095, written only through write_recall().
+// - Transient tokens (probes) go to scratch slots after the 4096 and are forgotten by
+//   rollback(), which therefore restores the exact state before them.
+// - Bounded positions: RoPE positions are clocks, but before a global-layer query could see a
+//   key 4096 or more positions back, the anchors and recall keys are moved forward (the step
+//   returns the rotation the backend must apply first), to sit just before the live ring.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "kv/geometry.h"
+#include "kv/span.h"
+
+namespace channel::kv {
+
+// Keys of these slots must be re-rotated `delta` positions forward before the next forward pass.
+struct Rotation {
+  std::vector<uint32_t> slots;
+  int64_t delta = 0;
+};
+
+// Where one appended batch goes.
+struct Placement {
+  std::vector<uint32_t> slots;
+  std::vector<int32_t> positions;
+  std::optional<Rotation> rotation;  // apply before running the batch
+};
+
+class KvRing {
+ public:
+  explicit KvRing(int sliding_window);
+
+  // Sets N_sys; only before the first token (throws channel::Error otherwise or when
+  // anchors > kMaxAnchors).
+  void set_anchor_count(uint32_t anchors);
+  uint32_t anchor_count() const { return anchors_; }
+  uint32_t ring_slots() const { return ring_size(anchors_); }
+
+  // Starts a new span at the current clock; tokens appended before any mark form a User span.
+  void mark_span(SpanType type);
+
+  // Places the next `n` tokens (1..max_batch()) and updates the views to include them.
+  Placement append(uint32_t n);
+  uint32_t max_batch() const;
+
+  // Transient tokens: begin_transient() returns the clock to roll back to; appends until
+  // rollback() go to scratch slots (at most kScratchSlots tokens) and change nothing else.
+  int64_t begin_transient();
+  void rollback(int64_t clock);
+  bool transient() const { return transient_; }
+
+  // Recall (Tier 3): activates `count` recall slots for keys at positions position.. and
+  // returns them; clear_recall() deactivates all.
+  Placement write_recall(uint32_t count, int64_t position);
+  void clear_recall();
+
+  int64_t clock() const { return clock_; }
+  int64_t oldest_live_clock() const { return oldest_live_; }
+  const std::deque<Span>& live_spans() const { return spans_; }
+
+  // Slots each layer type reads, chronological: global = anchors, live ring, recall, scratch;
+  // sliding = the clocks within the window of the last append's queries, and scratch.
+  const std::vector<uint32_t>& global_view() const { return global_view_; }
+  const std::vector<uint32_t>& sliding_view() const { return sliding_view_; }
+
+  // Clock stored in a slot (-1: empty or evicted), for checks and snapshots.
+  int64_t slot_clock(uint32_t slot) const { return slot_clock_[slot]; }
+  // RoPE position of the key in a slot as the backend holds it now.
+  int64_t slot_position(uint32_t slot) const { return slot_position_[slot]; }
+  // Largest distance from a query of the last append to any key in the global view.
+  int64_t max_global_distance() const;
+
+ private:
+  void evict_through(int64_t clock);
+  std::optional<Rotation> rebase_if_needed(int64_t last_query_clock);
+  void rebuild_views(int64_t first_query_clock);
+
+  int sliding_window_;
+  uint32_t anchors_ = 0;
+  int64_t clock_ = 0;
+  int64_t oldest_live_ = 0;     // first live ring clock (== clock_ when the ring is empty)
+  int64_t anchor_base_ = 0;     // RoPE position of anchor 0
+  std::deque<Span> spans_;      // live ring spans, oldest first; the last one is open
+  SpanType pending_type_ = SpanType::User;  // type of the span the next ring token opens
+  std::vector<int64_t> slot_clock_;
+  std::vector<int64_t> slot_position_;
+  std::vector<bool> recall_active_;
+
+  bool transient_ = false;
+  int64_t transient_start_ = 0;
+  uint32_t scratch_used_ = 0;
+  int64_t last_query_clock_ = -1;
+  int64_t committed_first_query_ = 0;  // first query of the last committed batch
+
+  std::vector<uint32_t> global_view_;
+  std::vector<uint32_t> sliding_view_;
+};
+
+}  // namespace channel::kv
