@@ -6,6 +6,7 @@
 namespace channel::cli {
 
 void register_eval_command(CLI::App& app);
+void register_kv_commands(CLI::App& app);
 void register_model_commands(CLI::App& app);
 void register_run_command(CLI::App& app);
 void register_tokenize_command(CLI::App& app);

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   channel::cli::register_eval_command(app);
   channel::cli::register_tokenize_command(app);
   channel::cli::register_model_commands(app);
+  channel::cli::register_kv_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,12 @@ namespace channel {
 StreamContext::StreamContext(Backend& backend, const ModelConfig& config)
     : backend_(backend), n_vocab_(config.n_vocab), ring_(config.sliding_window) {}
 
+void StreamContext::apply(const std::vector<kv::Rotation>& rotations) {
+  for (const kv::Rotation& rotation : rotations) backend_.rotate_keys(rotation.slots, rotation.delta);
+}
+
+void StreamContext::rollback(int64_t clock) { apply(ring_.rollback(clock)); }
+
 void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out) {
   if (tokens.empty()) fail("nothing to evaluate: the token list is empty");
   for (int32_t token : tokens) {
@@ -26,7 +32,7 @@ void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
     const size_t n = std::min<size_t>({tokens.size() - done, kMaxChunk, ring_.max_batch()});
     const bool last_chunk = done + n == tokens.size();
     const kv::Placement placement = ring_.append(static_cast<uint32_t>(n));
-    if (placement.rotation) backend_.rotate_keys(placement.rotation->slots, placement.rotation->delta);
+    apply(placement.rotations);
     assert(ring_.max_global_distance() < kv::kMaxRelativeDistance);
     const LogitsWanted chunk_wanted = wanted == LogitsWanted::All ? LogitsWanted::All
                                       : last_chunk                ? wanted

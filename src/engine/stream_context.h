@@ -25,13 +25,15 @@ class StreamContext {
 
   // Probes: tokens appended between begin_transient() and rollback() leave no trace.
   int64_t begin_transient() { return ring_.begin_transient(); }
-  void rollback(int64_t clock) { ring_.rollback(clock); }
+  void rollback(int64_t clock);
 
   kv::KvRing& ring() { return ring_; }
   const kv::KvRing& ring() const { return ring_; }
   int64_t clock() const { return ring_.clock(); }
 
  private:
+  void apply(const std::vector<kv::Rotation>& rotations);
+
   Backend& backend_;
   int n_vocab_;
   kv::KvRing ring_;

@@ -3,7 +3,7 @@
 //   slots 0 .. N_sys-1        Tier 1 anchors: the system prompt and tool contracts, never evicted
 //   slots N_sys .. 3967       Tier 2 ring of W = 3968 - N_sys slots: the dialogue, FIFO
 //   slots 3968 .. 4095        Tier 3: 128 recall slots, written only by memory recall
-//   slots 4096 .. 4096+255    scratch for transient tokens (probes), so a rollback never has to
+//   slots 4096 .. 4096+127    scratch for transient tokens (probes), so a rollback never has to
 //                             restore a ring slot they would have overwritten
 #pragma once
 
@@ -16,7 +16,7 @@ inline constexpr uint32_t kRecallSlots = 128;
 inline constexpr uint32_t kRecallBase = kTotalSlots - kRecallSlots;  // 3968
 inline constexpr uint32_t kMinRingSlots = 64;
 inline constexpr uint32_t kMaxAnchors = kRecallBase - kMinRingSlots;  // 3904, as the original engine
-inline constexpr uint32_t kScratchSlots = 256;
+inline constexpr uint32_t kScratchSlots = 128;
 inline constexpr uint32_t kScratchBase = kTotalSlots;
 inline constexpr uint32_t kPhysicalSlots = kTotalSlots + kScratchSlots;  // what a backend allocates
 // Global-layer queries never see a key more than this many positions back.

@@ -47,6 +47,7 @@ WindowCertificate certify_window(const RetentionContract& contract, int64_t curr
   w.retained = contract.retained(current, token);
   w.stale = contract.stale(current, token);
   w.next_overwrite = contract.next_overwrite(token);
+  w.overwrite_after_current = !w.next_overwrite || *w.next_overwrite > current;
   return w;
 }
 
@@ -87,7 +88,9 @@ SinkWindowCertificate certify_sink_window(const RetentionContract& contract, con
   s.rolling_tokens = list_clocks(window.rolling);
   s.tokens = s.sink_tokens;
   s.tokens.insert(s.tokens.end(), s.rolling_tokens.begin(), s.rolling_tokens.end());
+  s.token_count = static_cast<int64_t>(s.tokens.size());
   s.token_count_bound = sink_size + contract.cache_size();
+  s.token_count_le_sink_plus_cache = s.token_count <= s.token_count_bound;
   s.tokens_distinct = contract.check_request(current, s.tokens).tokens_distinct;
   s.sink_tokens_non_future =
       std::all_of(s.sink_tokens.begin(), s.sink_tokens.end(), [&](int64_t t) { return t <= current; });

@@ -33,6 +33,7 @@ struct WindowCertificate {
   bool retained = false;
   bool stale = false;                     // non-future and next overwrite <= current
   std::optional<int64_t> next_overwrite;  // nullopt for an anchor (never overwritten)
+  bool overwrite_after_current = false;   // no next overwrite, or it comes after current
 };
 
 // The read batch: its slots and the request check (the seed's retained batch and adapter request).
@@ -59,7 +60,9 @@ struct SinkWindowCertificate {
   std::vector<int64_t> sink_tokens;
   std::vector<int64_t> rolling_tokens;
   std::vector<int64_t> tokens;  // sink tokens followed by the rolling tokens
+  int64_t token_count = 0;
   int64_t token_count_bound = 0;  // sink_size + cache_size
+  bool token_count_le_sink_plus_cache = false;
   bool tokens_distinct = false;
   bool sink_tokens_non_future = false;
   bool sink_prefix_disjoint_from_live_window = false;         // the pinned prefix ends before the live window

@@ -26,11 +26,11 @@ RetentionContract::RetentionContract(int64_t anchors, int64_t cache_size) : anch
 }
 
 RetentionContract RetentionContract::channel_geometry(int64_t anchors) {
-  if (anchors < 0 || anchors >= kRingEndSlot) {
-    fail("the anchor count must be 0 .. {} (the ring needs at least one of the slots below {}), not {}",
-         kRingEndSlot - 1, kRingEndSlot, anchors);
+  if (anchors < 0 || anchors > kMaxAnchors) {
+    fail("the anchor count must be 0 .. {} (the ring keeps at least {} of the slots below {}), not {}", kMaxAnchors,
+         kMinRingSlots, kRecallBase, anchors);
   }
-  return RetentionContract(anchors, kRingEndSlot - anchors);
+  return RetentionContract(anchors, ring_size(static_cast<uint32_t>(anchors)));
 }
 
 int64_t RetentionContract::slot(int64_t clock) const {

@@ -15,14 +15,13 @@
 #include <optional>
 #include <span>
 
+#include "kv/geometry.h"
+
 namespace channel::kv {
 
 // The largest clock the contract accepts: one below the 64-bit maximum so that the end of any
 // window (current + 1) is representable.
 inline constexpr int64_t kMaxClock = std::numeric_limits<int64_t>::max() - 1;
-
-// First slot past Tier 2 (Tier 3 recall slots 3968..4095 are not part of the ring).
-inline constexpr int64_t kRingEndSlot = 3968;
 
 // Clocks start .. start + length - 1.
 struct ClockRange {
@@ -61,8 +60,9 @@ class RetentionContract {
   // The seed's plain ring of cache_size slots; throws channel::Error unless cache_size >= 1.
   explicit RetentionContract(int64_t cache_size);
 
-  // Channel's 4096-slot layout: `anchors` (N_sys) Tier 1 slots, then the Tier 2 ring of
-  // kRingEndSlot - anchors slots. Throws channel::Error unless 0 <= anchors < kRingEndSlot.
+  // Channel's 4096-slot layout (kv/geometry.h): `anchors` (N_sys) Tier 1 slots, then the Tier 2
+  // ring of kRecallBase - anchors slots. Throws channel::Error unless 0 <= anchors <= kMaxAnchors,
+  // the limit the ring enforces.
   static RetentionContract channel_geometry(int64_t anchors);
 
   int64_t anchors() const { return anchors_; }

@@ -74,6 +74,15 @@ Placement KvRing::append(uint32_t n) {
     }
     scratch_used_ += n;
     clock_ += n;
+    // Beyond what the committed layout allows: move anchors and recall just far enough.
+    const int64_t excess = (clock_ - 1) - oldest_movable_position() - (kMaxRelativeDistance - 1);
+    if (excess > 0) {
+      std::vector<uint32_t> movable = anchor_slots();
+      const auto recall = recall_slots();
+      movable.insert(movable.end(), recall.begin(), recall.end());
+      move(std::move(movable), excess, placement.rotations);
+      transient_shift_ += excess;
+    }
     rebuild_views(first_query);
     return placement;
   }
@@ -94,61 +103,96 @@ Placement KvRing::append(uint32_t n) {
   }
   while (!spans_.empty() && spans_.front().start_clock == spans_.front().end_clock && spans_.size() > 1) spans_.pop_front();
   oldest_live_ = spans_.empty() ? clock_ : spans_.front().start_clock;
-  placement.rotation = rebase_if_needed(clock_ - 1);
+  rebase_if_needed(placement.rotations);
   committed_first_query_ = first_query;
   rebuild_views(first_query);
   return placement;
 }
 
-std::optional<Rotation> KvRing::rebase_if_needed(int64_t last_query_clock) {
-  // Transient tokens may follow (up to kScratchSlots more queries), so keep room for them.
-  if (last_query_clock + kScratchSlots - anchor_base_ < kMaxRelativeDistance) return std::nullopt;
-  // Anchors move to sit just before the oldest live ring token; recall keys move with them.
-  const int64_t new_base = oldest_live_ - anchors_;
-  const int64_t delta = new_base - anchor_base_;
-  anchor_base_ = new_base;
-  Rotation rotation{{}, delta};
-  for (uint32_t a = 0; a < anchors_; ++a) rotation.slots.push_back(a);
+std::vector<uint32_t> KvRing::anchor_slots() const {
+  std::vector<uint32_t> slots;
+  for (uint32_t a = 0; a < anchors_ && a < clock_; ++a) slots.push_back(a);
+  return slots;
+}
+
+std::vector<uint32_t> KvRing::recall_slots() const {
+  std::vector<uint32_t> slots;
   for (uint32_t r = 0; r < kRecallSlots; ++r) {
-    if (recall_active_[r]) rotation.slots.push_back(kRecallBase + r);
+    if (recall_active_[r]) slots.push_back(kRecallBase + r);
   }
-  for (uint32_t slot : rotation.slots) slot_position_[slot] += delta;
-  if (rotation.slots.empty()) return std::nullopt;
-  return rotation;
+  return slots;
+}
+
+void KvRing::move(std::vector<uint32_t> slots, int64_t delta, std::vector<Rotation>& out) {
+  if (slots.empty() || delta == 0) return;
+  for (uint32_t slot : slots) slot_position_[slot] += delta;
+  out.push_back(Rotation{std::move(slots), delta});
+}
+
+int64_t KvRing::oldest_movable_position() const {
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (uint32_t slot : anchor_slots()) oldest = std::min(oldest, slot_position_[slot]);
+  for (uint32_t slot : recall_slots()) oldest = std::min(oldest, slot_position_[slot]);
+  return oldest;
+}
+
+void KvRing::rebase_if_needed(std::vector<Rotation>& out) {
+  // Transient tokens may follow (up to kScratchSlots more queries): keep room for them where
+  // the layout allows.
+  const int64_t last_query = clock_ - 1;
+  if (last_query + kScratchSlots - oldest_movable_position() < kMaxRelativeDistance) return;
+  // New layout behind the live ring: recall, then anchors, then the ring.
+  const auto anchors = anchor_slots();
+  const auto recall = recall_slots();
+  const int64_t anchors_start = oldest_live_ - static_cast<int64_t>(anchors.size());
+  const int64_t recall_start = anchors_start - static_cast<int64_t>(recall.size());
+  if (!anchors.empty()) move(anchors, anchors_start - slot_position_[anchors.front()], out);
+  if (!recall.empty()) move(recall, recall_start - slot_position_[recall.front()], out);
 }
 
 int64_t KvRing::begin_transient() {
   if (transient_) fail("already running transient tokens");
   transient_ = true;
   transient_start_ = clock_;
+  transient_shift_ = 0;
   scratch_used_ = 0;
   return clock_;
 }
 
-void KvRing::rollback(int64_t clock) {
+std::vector<Rotation> KvRing::rollback(int64_t clock) {
   if (!transient_ || clock != transient_start_) {
     fail("rollback to clock {} does not match the transient start {}", clock, transient_ ? transient_start_ : -1);
   }
   for (uint32_t i = 0; i < scratch_used_; ++i) slot_clock_[kScratchBase + i] = slot_position_[kScratchBase + i] = -1;
+  std::vector<Rotation> undo;
+  if (transient_shift_ != 0) {
+    std::vector<uint32_t> movable = anchor_slots();
+    const auto recall = recall_slots();
+    movable.insert(movable.end(), recall.begin(), recall.end());
+    move(std::move(movable), -transient_shift_, undo);
+  }
   clock_ = transient_start_;
   transient_ = false;
+  transient_shift_ = 0;
   scratch_used_ = 0;
   rebuild_views(committed_first_query_);
+  return undo;
 }
 
-Placement KvRing::write_recall(uint32_t count, int64_t position) {
+Placement KvRing::write_recall(uint32_t count) {
+  if (transient_) fail("recall cannot be written while transient tokens are pending");
   if (count > kRecallSlots) fail("{} recall tokens exceed the {} recall slots", count, kRecallSlots);
-  if (position < 0) fail("negative recall position {}", position);
   clear_recall();
   Placement placement;
+  const int64_t start = std::max<int64_t>(0, oldest_live_ - count);
   for (uint32_t r = 0; r < count; ++r) {
     const uint32_t slot = kRecallBase + r;
     recall_active_[r] = true;
-    slot_clock_[slot] = position + r;
-    slot_position_[slot] = position + r;
+    slot_clock_[slot] = slot_position_[slot] = start + r;
     placement.slots.push_back(slot);
-    placement.positions.push_back(static_cast<int32_t>(position + r));
+    placement.positions.push_back(static_cast<int32_t>(start + r));
   }
+  rebase_if_needed(placement.rotations);
   rebuild_views(committed_first_query_);
   return placement;
 }

@@ -13,7 +13,10 @@
 //   rollback(), which therefore restores the exact state before them.
 // - Bounded positions: RoPE positions are clocks, but before a global-layer query could see a
 //   key 4096 or more positions back, the anchors and recall keys are moved forward (the step
-//   returns the rotation the backend must apply first), to sit just before the live ring.
+//   returns the rotations the backend must apply first) to sit just before the live ring, in
+//   the order recall, anchors, ring. Anchors + ring + recall span at most 4096 positions, so a
+//   committed query is always within reach; transient queries past that move the anchors and
+//   recall a little further for the duration of the probe, and rollback() moves them back.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +39,7 @@ struct Rotation {
 struct Placement {
   std::vector<uint32_t> slots;
   std::vector<int32_t> positions;
-  std::optional<Rotation> rotation;  // apply before running the batch
+  std::vector<Rotation> rotations;  // apply before running the batch
 };
 
 class KvRing {
@@ -59,12 +62,14 @@ class KvRing {
   // Transient tokens: begin_transient() returns the clock to roll back to; appends until
   // rollback() go to scratch slots (at most kScratchSlots tokens) and change nothing else.
   int64_t begin_transient();
-  void rollback(int64_t clock);
+  // Returns the rotations that undo what the transient tokens needed (apply them to the backend).
+  std::vector<Rotation> rollback(int64_t clock);
   bool transient() const { return transient_; }
 
-  // Recall (Tier 3): activates `count` recall slots for keys at positions position.. and
-  // returns them; clear_recall() deactivates all.
-  Placement write_recall(uint32_t count, int64_t position);
+  // Recall (Tier 3): activates `count` recall slots, placed at the positions just before the
+  // live ring, and returns them (with any rotations of other keys); clear_recall() deactivates
+  // all. Not while transient tokens are pending.
+  Placement write_recall(uint32_t count);
   void clear_recall();
 
   int64_t clock() const { return clock_; }
@@ -85,14 +90,18 @@ class KvRing {
 
  private:
   void evict_through(int64_t clock);
-  std::optional<Rotation> rebase_if_needed(int64_t last_query_clock);
+  std::vector<uint32_t> anchor_slots() const;
+  std::vector<uint32_t> recall_slots() const;
+  // Moves slots' positions by delta and returns the rotation (none for no slots or delta 0).
+  void move(std::vector<uint32_t> slots, int64_t delta, std::vector<Rotation>& out);
+  int64_t oldest_movable_position() const;  // INT64_MAX when there is nothing to move
+  void rebase_if_needed(std::vector<Rotation>& out);
   void rebuild_views(int64_t first_query_clock);
 
   int sliding_window_;
   uint32_t anchors_ = 0;
   int64_t clock_ = 0;
   int64_t oldest_live_ = 0;     // first live ring clock (== clock_ when the ring is empty)
-  int64_t anchor_base_ = 0;     // RoPE position of anchor 0
   std::deque<Span> spans_;      // live ring spans, oldest first; the last one is open
   SpanType pending_type_ = SpanType::User;  // type of the span the next ring token opens
   std::vector<int64_t> slot_clock_;
@@ -101,6 +110,7 @@ class KvRing {
 
   bool transient_ = false;
   int64_t transient_start_ = 0;
+  int64_t transient_shift_ = 0;  // how far a probe moved anchors and recall
   uint32_t scratch_used_ = 0;
   int64_t last_query_clock_ = -1;
   int64_t committed_first_query_ = 0;  // first query of the last committed batch

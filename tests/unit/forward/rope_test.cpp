@@ -90,3 +90,39 @@ TEST(Geglu, CloseToExactGeluTimesUp) {
 
 }  // namespace
 }  // namespace channel::cpu
+
+namespace channel::cpu {
+namespace {
+
+// Moving a post-RoPE key by delta equals computing it at p + delta: for full rotation, linear
+// scaling and Gemma 4's partial rotation through frequency factors.
+TEST(Rope, RotateByDeltaEqualsRopeAtTheLaterPosition) {
+  struct Case {
+    int n_rot;
+    float base;
+    float freq_scale;
+    std::vector<float> factors;
+  };
+  std::vector<float> partial(32, 1e30f);
+  for (int i = 0; i < 8; ++i) partial[i] = 1.0f;
+  const std::vector<Case> cases = {{64, 1e4f, 1.0f, {}}, {64, 1e6f, 0.125f, {}}, {64, 1e6f, 1.0f, partial}};
+  for (const Case& c : cases) {
+    for (int32_t p : {0, 17, 900}) {
+      for (int64_t delta : {1, 128, 3000}) {
+        auto moved = random_head(c.n_rot, static_cast<uint32_t>(p + delta));
+        auto direct = moved;
+        RopeTable table;
+        table.compute(p, c.n_rot, c.base, c.freq_scale, c.factors);
+        table.apply(moved.data());
+        rope_rotate_by(moved.data(), delta, c.n_rot, c.base, c.freq_scale, c.factors);
+        table.compute(static_cast<int32_t>(p + delta), c.n_rot, c.base, c.freq_scale, c.factors);
+        table.apply(direct.data());
+        // The direct path forms angles in f32 (as ggml does): agreement to f32 angle rounding.
+        for (int i = 0; i < c.n_rot; ++i) EXPECT_NEAR(moved[i], direct[i], 2e-3f) << p << "+" << delta << " dim " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace channel::cpu

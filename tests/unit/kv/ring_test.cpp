@@ -1,0 +1,213 @@
+// The KV ring against a brute-force model of the geometry: random streams of appends, span
+// marks, transient tokens with rollback and recall writes.
+#include "kv/ring.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "core/error.h"
+
+namespace channel::kv {
+namespace {
+
+// The geometry written out the slow, obvious way: a map from slot to clock, and a list of spans
+// as clock ranges.
+class BruteForceRing {
+ public:
+  BruteForceRing(uint32_t anchors, int window) : anchors_(anchors), window_(window) {}
+
+  void mark(SpanType) { pending_mark_ = true; }
+
+  void append(uint32_t n) {
+    first_query_ = clock_;
+    const int64_t ring = kRecallBase - anchors_;
+    for (uint32_t i = 0; i < n; ++i) {
+      const int64_t c = clock_++;
+      if (c < anchors_) {
+        slots_[static_cast<uint32_t>(c)] = c;
+        continue;
+      }
+      if (spans_.empty() || pending_mark_) spans_.push_back({c, c});
+      pending_mark_ = false;
+      const uint32_t slot = anchors_ + static_cast<uint32_t>((c - anchors_) % ring);
+      if (auto it = slots_.find(slot); it != slots_.end()) {
+        // The slot holds a live token: its span goes, whole unless it is the open span.
+        const int64_t victim = it->second;
+        for (size_t s = 0; s < spans_.size(); ++s) {
+          auto& [start, end] = spans_[s];
+          if (victim < start || victim >= end) continue;
+          const bool open = s + 1 == spans_.size();
+          for (int64_t v = start; v < (open ? victim + 1 : end); ++v) slots_.erase(slot_of(v));
+          if (open) {
+            start = victim + 1;
+          } else {
+            spans_.erase(spans_.begin() + static_cast<std::ptrdiff_t>(s));
+          }
+          break;
+        }
+      }
+      slots_[slot] = c;
+      spans_.back().second = c + 1;
+    }
+  }
+
+  uint32_t slot_of(int64_t c) const {
+    return c < anchors_ ? static_cast<uint32_t>(c) : anchors_ + static_cast<uint32_t>((c - anchors_) % (kRecallBase - anchors_));
+  }
+
+  bool live(int64_t c) const {
+    auto it = slots_.find(slot_of(c));
+    return it != slots_.end() && it->second == c;
+  }
+
+  std::vector<uint32_t> global_view(const std::set<uint32_t>& recall) const {
+    std::vector<uint32_t> view;
+    for (int64_t c = 0; c < std::min<int64_t>(anchors_, clock_); ++c) view.push_back(static_cast<uint32_t>(c));
+    for (uint32_t r : recall) view.push_back(r);
+    for (int64_t c = anchors_; c < clock_; ++c) {
+      if (live(c)) view.push_back(slot_of(c));
+    }
+    return view;
+  }
+
+  std::vector<uint32_t> sliding_view() const {
+    std::vector<uint32_t> view;
+    for (int64_t c = std::max<int64_t>(0, first_query_ - window_ + 1); c < clock_; ++c) {
+      if (live(c)) view.push_back(slot_of(c));
+    }
+    return view;
+  }
+
+  int64_t clock() const { return clock_; }
+  const std::vector<std::pair<int64_t, int64_t>>& spans() const { return spans_; }
+
+ private:
+  uint32_t anchors_;
+  int window_;
+  int64_t clock_ = 0;
+  int64_t first_query_ = 0;
+  bool pending_mark_ = false;
+  std::map<uint32_t, int64_t> slots_;
+  std::vector<std::pair<int64_t, int64_t>> spans_;
+};
+
+void expect_same_state(const KvRing& ring, const BruteForceRing& model, const std::set<uint32_t>& recall,
+                       uint32_t anchors, const std::string& where) {
+  ASSERT_EQ(ring.clock(), model.clock()) << where;
+  ASSERT_EQ(ring.global_view(), model.global_view(recall)) << where;
+  ASSERT_EQ(ring.sliding_view(), model.sliding_view()) << where;
+  // Anchors are never overwritten.
+  for (uint32_t a = 0; a < anchors && a < ring.clock(); ++a) ASSERT_EQ(ring.slot_clock(a), a) << where;
+  // The live ring is a suffix of whole spans: spans are contiguous and end at the clock.
+  const auto& spans = ring.live_spans();
+  for (size_t s = 1; s < spans.size(); ++s) ASSERT_EQ(spans[s].start_clock, spans[s - 1].end_clock) << where;
+  if (!spans.empty()) {
+    ASSERT_EQ(spans.back().end_clock, ring.clock()) << where;
+    ASSERT_EQ(ring.oldest_live_clock(), spans.front().start_clock) << where;
+  }
+  // Every live ring token is retained by the contract (current - W < t <= current).
+  const int64_t w = ring.ring_slots();
+  for (int64_t c = ring.oldest_live_clock(); c < ring.clock(); ++c) ASSERT_LT(ring.clock() - 1 - c, w) << where;
+  ASSERT_LT(ring.max_global_distance(), kMaxRelativeDistance) << where;
+}
+
+class RingProperty : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(RingProperty, MatchesBruteForceModel) {
+  const uint32_t anchors = GetParam();
+  std::mt19937 rng(anchors * 7919 + 1);
+  for (int round = 0; round < 3; ++round) {
+    const int window = std::uniform_int_distribution<int>(1, 600)(rng);
+    KvRing ring(window);
+    ring.set_anchor_count(anchors);
+    BruteForceRing model(anchors, window);
+    std::set<uint32_t> recall;
+    const uint32_t max_n = std::max<uint32_t>(1, std::min<uint32_t>(300, ring.ring_slots()));
+    for (int step = 0; step < 400; ++step) {
+      const std::string where = "round " + std::to_string(round) + " step " + std::to_string(step);
+      const int op = std::uniform_int_distribution<int>(0, 9)(rng);
+      if (op < 2) {
+        const auto type = static_cast<SpanType>(std::uniform_int_distribution<int>(0, 6)(rng));
+        ring.mark_span(type);
+        if (ring.clock() >= anchors) model.mark(type);
+      } else if (op < 8) {
+        const uint32_t n = std::uniform_int_distribution<uint32_t>(1, max_n)(rng);
+        ring.append(n);
+        model.append(n);
+      } else if (op == 8) {
+        // Transient tokens leave no trace.
+        const auto global = ring.global_view();
+        const auto sliding = ring.sliding_view();
+        const int64_t saved = ring.begin_transient();
+        const uint32_t n = std::uniform_int_distribution<uint32_t>(1, kScratchSlots)(rng);
+        const Placement p = ring.append(n);
+        for (uint32_t slot : p.slots) ASSERT_GE(slot, kScratchBase) << where;
+        ASSERT_EQ(ring.global_view().size(), global.size() + n) << where;
+        ASSERT_LT(ring.max_global_distance(), kMaxRelativeDistance)
+            << where << " clock " << ring.clock() << " oldest " << ring.oldest_live_clock() << " n " << n
+            << " recall " << recall.size() << " min pos " << ring.slot_position(ring.global_view().front());
+        const auto undo = ring.rollback(saved);
+        for (const Rotation& r : undo) ASSERT_LT(r.delta, 0) << where;
+        ASSERT_EQ(ring.global_view(), global) << where;
+        ASSERT_EQ(ring.sliding_view(), sliding) << where;
+      } else {
+        const uint32_t n = std::uniform_int_distribution<uint32_t>(0, kRecallSlots)(rng);
+        ring.write_recall(n);
+        recall.clear();
+        for (uint32_t r = 0; r < n; ++r) recall.insert(kRecallBase + r);
+      }
+      expect_same_state(ring, model, recall, anchors, where);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Anchors, RingProperty, ::testing::Values(0u, 1u, 37u, 1000u, 3904u));
+
+TEST(Ring, AnchorsOnlyBeforeTheFirstToken) {
+  KvRing ring(16);
+  EXPECT_THROW(ring.set_anchor_count(kMaxAnchors + 1), Error);
+  ring.set_anchor_count(10);
+  ring.append(3);
+  EXPECT_THROW(ring.set_anchor_count(5), Error);
+}
+
+TEST(Ring, BatchAndRollbackLimits) {
+  KvRing ring(16);
+  ring.set_anchor_count(kMaxAnchors);
+  EXPECT_THROW(ring.append(ring.ring_slots() + 1), Error);
+  EXPECT_THROW(ring.append(0), Error);
+  const int64_t saved = ring.begin_transient();
+  EXPECT_THROW(ring.begin_transient(), Error);
+  EXPECT_THROW(ring.append(kScratchSlots + 1), Error);
+  EXPECT_THROW(ring.rollback(saved + 1), Error);
+  ring.rollback(saved);
+  EXPECT_THROW(ring.rollback(saved), Error);
+}
+
+TEST(Ring, AnchorsMoveForwardToKeepDistancesBounded) {
+  KvRing ring(8);
+  ring.set_anchor_count(100);
+  int64_t moved = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const Placement p = ring.append(7);
+    for (const Rotation& r : p.rotations) {
+      EXPECT_EQ(r.slots.size(), 100u);
+      EXPECT_GT(r.delta, 0);
+      moved += r.delta;
+    }
+    ASSERT_LT(ring.max_global_distance(), kMaxRelativeDistance);
+    // Anchors stay older than every live ring token.
+    if (ring.clock() > 100) {
+      ASSERT_LT(ring.slot_position(99), ring.slot_position(slot_of_clock(ring.oldest_live_clock(), 100)));
+    }
+  }
+  EXPECT_EQ(ring.slot_position(0), moved);
+  EXPECT_GT(moved, 100000);
+}
+
+}  // namespace
+}  // namespace channel::kv
