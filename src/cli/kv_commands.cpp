@@ -34,9 +34,10 @@ kv::RetentionContract contract_for(const CertifyCliOptions& o, bool cache_size_g
   if (!anchors_given) fail("--geometry channel needs --anchors N (the Tier 1 system-prompt slots)");
   const kv::RetentionContract contract = kv::RetentionContract::channel_geometry(o.anchors);
   if (cache_size_given && o.cache_size != contract.cache_size()) {
-    fail("--cache-size {} disagrees with --geometry channel --anchors {}: that ring has {} - {} = {} slots "
-         "(leave --cache-size out)",
-         o.cache_size, o.anchors, kv::kRecallBase, o.anchors, contract.cache_size());
+    fail(
+        "--cache-size {} disagrees with --geometry channel --anchors {}: that ring has {} - {} = {} slots "
+        "(leave --cache-size out)",
+        o.cache_size, o.anchors, kv::kRecallBase, o.anchors, contract.cache_size());
   }
   return contract;
 }
@@ -77,9 +78,10 @@ void register_kv_commands(CLI::App& app) {
       ->required()
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, kv::kMaxClock));
-  auto* sink_size = certify->add_option("--sink-size", o->sink_size,
-                                        "also certify the sink window: the first N ring tokens pinned before the "
-                                        "rolling window")
+  auto* sink_size = certify
+                        ->add_option("--sink-size", o->sink_size,
+                                     "also certify the sink window: the first N ring tokens pinned before the "
+                                     "rolling window")
                         ->check(CLI::Range(int64_t{0}, kMaxInt64));
   certify->add_option("--request-id", o->request.request_id, "name of the batch request")->capture_default_str();
   certify
@@ -88,8 +90,9 @@ void register_kv_commands(CLI::App& app) {
                    "--anchors Tier 1 slots (never overwritten) then a ring of 3968 - anchors slots")
       ->check(CLI::IsMember({"plain", "channel"}))
       ->capture_default_str();
-  auto* anchors = certify->add_option("--anchors", o->anchors, "the Tier 1 anchor count N_sys; required with --geometry channel")
-                      ->check(CLI::Range(int64_t{0}, int64_t{kv::kMaxAnchors}));
+  auto* anchors =
+      certify->add_option("--anchors", o->anchors, "the Tier 1 anchor count N_sys; required with --geometry channel")
+          ->check(CLI::Range(int64_t{0}, int64_t{kv::kMaxAnchors}));
   certify->add_option("--format", o->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

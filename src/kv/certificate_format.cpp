@@ -25,12 +25,13 @@ constexpr std::array kLiveWindowTheorems{"AIM-T0071", "AIM-T0072", "AIM-T0073", 
 constexpr std::array kSinkWindowTheorems{"AIM-T0104", "AIM-T0108", "AIM-T0109", "AIM-T0110", "AIM-T0117",
                                          "AIM-T0119", "AIM-T0136", "AIM-T0137", "AIM-T0148"};
 
-ordered_json or_null(const std::optional<int64_t>& value) { return value ? ordered_json(*value) : ordered_json(nullptr); }
+ordered_json or_null(const std::optional<int64_t>& value) {
+  return value ? ordered_json(*value) : ordered_json(nullptr);
+}
 
 ordered_json geometry_json(const RetentionContract& contract) {
-  return {{"anchors", contract.anchors()},
-          {"ring_first_slot", contract.anchors()},
-          {"ring_size", contract.cache_size()}};
+  return {
+      {"anchors", contract.anchors()}, {"ring_first_slot", contract.anchors()}, {"ring_size", contract.cache_size()}};
 }
 
 ordered_json window_json(const Certificate& c) {
@@ -164,8 +165,8 @@ std::string window_status(const WindowCertificate& w) {
 
 std::string window_text(const Certificate& c) {
   const WindowCertificate& w = c.window;
-  TextSection section(fmt::format("window: token {} is {} at current {}", c.request.token, window_status(w),
-                                  c.request.current));
+  TextSection section(
+      fmt::format("window: token {} is {} at current {}", c.request.token, window_status(w), c.request.current));
   section.add("cache_size", c.contract.cache_size())
       .add("current", c.request.current)
       .add("token", c.request.token)
@@ -197,10 +198,10 @@ std::string batch_text(const Certificate& c) {
 
 std::string request_text(const Certificate& c) {
   const BatchCertificate& b = c.batch;
-  const std::string first_stale =
-      b.check.first_stale_token ? fmt::format("{} (next overwrite {} <= current {})", *b.check.first_stale_token,
-                                              *b.first_stale_next_overwrite, c.request.current)
-                                : "none";
+  const std::string first_stale = b.check.first_stale_token
+                                      ? fmt::format("{} (next overwrite {} <= current {})", *b.check.first_stale_token,
+                                                    *b.first_stale_next_overwrite, c.request.current)
+                                      : "none";
   TextSection section(fmt::format("request {}: {}", c.request.request_id, b.check.pass() ? "PASS" : "FAIL"));
   section.add("tokens", list_text(c.request.batch_tokens))
       .add("pass", b.check.pass())

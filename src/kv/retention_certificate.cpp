@@ -59,7 +59,8 @@ BatchCertificate certify_batch(const RetentionContract& contract, int64_t curren
   return b;
 }
 
-LiveWindowCertificate certify_live_window(const RetentionContract& contract, const LiveWindow& window, int64_t current) {
+LiveWindowCertificate certify_live_window(const RetentionContract& contract, const LiveWindow& window,
+                                          int64_t current) {
   LiveWindowCertificate l;
   l.window = window;
   l.tokens = list_clocks(window.clocks);
@@ -110,12 +111,16 @@ Certificate certify(const RetentionContract& contract, const CertifyRequest& req
   // Compared one at a time: the sum of two unchecked lengths could pass 64 bits.
   const int64_t sink_length = sink ? sink->sink.length : 0;
   if (live.clocks.length > kMaxListedTokens || sink_length > kMaxListedTokens - live.clocks.length) {
-    fail("the certificate would list a live window of {} and a sink prefix of {} tokens, more than the {} it lists "
-         "at most (choose a smaller cache or sink size)",
-         live.clocks.length, sink_length, kMaxListedTokens);
+    fail(
+        "the certificate would list a live window of {} and a sink prefix of {} tokens, more than the {} it lists "
+        "at most (choose a smaller cache or sink size)",
+        live.clocks.length, sink_length, kMaxListedTokens);
   }
-  Certificate c{contract, request, certify_window(contract, current, request.token),
-                certify_batch(contract, current, request.batch_tokens), certify_live_window(contract, live, current),
+  Certificate c{contract,
+                request,
+                certify_window(contract, current, request.token),
+                certify_batch(contract, current, request.batch_tokens),
+                certify_live_window(contract, live, current),
                 std::nullopt};
   if (sink) c.sink_window = certify_sink_window(contract, *sink, live, current, *request.sink_size);
   return c;

@@ -16,10 +16,10 @@ namespace channel::kv {
 inline constexpr int64_t kMaxListedTokens = int64_t{1} << 20;
 
 struct CertifyRequest {
-  int64_t current = 0;                     // the read point
-  int64_t token = 0;                       // the single inspected token
-  std::vector<int64_t> batch_tokens;       // the read batch, also certified as a named request
-  std::optional<int64_t> sink_size;        // adds the sink-window section when set
+  int64_t current = 0;                // the read point
+  int64_t token = 0;                  // the single inspected token
+  std::vector<int64_t> batch_tokens;  // the read batch, also certified as a named request
+  std::optional<int64_t> sink_size;   // adds the sink-window section when set
   std::string request_id = "default_read_request";
 };
 
@@ -65,8 +65,8 @@ struct SinkWindowCertificate {
   bool token_count_le_sink_plus_cache = false;
   bool tokens_distinct = false;
   bool sink_tokens_non_future = false;
-  bool sink_prefix_disjoint_from_live_window = false;         // the pinned prefix ends before the live window
-  bool sink_tokens_outside_ordinary_rolling_window = false;   // no sink token is retained by the ring alone
+  bool sink_prefix_disjoint_from_live_window = false;        // the pinned prefix ends before the live window
+  bool sink_tokens_outside_ordinary_rolling_window = false;  // no sink token is retained by the ring alone
 };
 
 struct Certificate {

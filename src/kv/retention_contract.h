@@ -1,6 +1,6 @@
 // The KV-cache retention contract (seed 002): which slot a token writes in a ring of cache_size
 // slots, and whether it is still live at the current read point. This is the one implementation
-// of the contract; the ring, the certificate and `channel kv certify` all ask it.
+// of the contract; the certificate and `channel kv certify` are built on it.
 //
 // Clocks are token positions (0, 1, 2, ...). A contract has `anchors` leading clocks that sit
 // outside the ring (Channel's Tier 1: written once, never overwritten) followed by a ring of
@@ -49,7 +49,7 @@ struct RequestCheck {
   bool tokens_distinct = true;
   bool all_retained = true;
   bool slots_distinct = true;
-  int64_t stale_count = 0;                 // non-future clocks whose next overwrite <= current
+  int64_t stale_count = 0;                   // non-future clocks whose next overwrite <= current
   std::optional<int64_t> first_stale_token;  // the first such clock, in request order
 
   bool pass() const { return all_non_future && tokens_distinct && all_retained; }
@@ -81,7 +81,7 @@ class RetentionContract {
   bool retained(int64_t current, int64_t clock) const;
 
   // The clock that next writes the slot of `clock` (clock + cache_size); nullopt for an anchor,
-  // which is never overwritten. Throws channel::Error if that clock exceeds the 64-bit range.
+  // which is never overwritten. Throws channel::Error if that clock would be past kMaxClock.
   std::optional<int64_t> next_overwrite(int64_t clock) const;
 
   // A non-future clock whose slot has already been rewritten (next overwrite <= current).

@@ -103,8 +103,9 @@ ModelPtr load_model(const Options& opt) {
 ContextPtr make_context(llama_model* model, const Options& opt, uint32_t n_prompt) {
   llama_context_params params = llama_context_default_params();
   params.n_ctx = n_prompt + static_cast<uint32_t>(opt.n_generate);
-  // The whole prompt is one ubatch, so one graph run: split into several, llama.cpp would run
-  // other matmul kernels (with other summation orders) than for the prompt taken at once.
+  // The whole prompt is one ubatch (one graph run), as Channel takes it: llama.cpp picks kernels by
+  // ubatch size (its CPU flash attention keeps Q and the V sum in f32 only from 64 queries on), so
+  // a split prompt would be rounded differently.
   params.n_batch = n_prompt;
   params.n_ubatch = n_prompt;
   params.n_seq_max = 1;
@@ -137,7 +138,7 @@ void decode(llama_context* ctx, const std::vector<llama_token>& tokens, llama_po
   if (status != 0) throw std::runtime_error("llama_decode failed with status " + std::to_string(status));
 }
 
-// Ties go to the lowest id (std::max_element keeps the first maximum); Channel must break them alike.
+// Ties go to the lowest id (std::max_element keeps the first maximum), as in Channel's sampler.
 llama_token argmax(const float* logits, int32_t n_vocab) {
   return static_cast<llama_token>(std::max_element(logits, logits + n_vocab) - logits);
 }
@@ -209,7 +210,10 @@ int main(int argc, char** argv) {
     ModelPtr model = load_model(opt);
     const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model.get()));
     for (llama_token t : tokens) {
-      if (t < 0 || t >= n_vocab) throw std::runtime_error("token id " + std::to_string(t) + " is outside the vocabulary");
+      if (t < 0 || t >= n_vocab) {
+        throw std::runtime_error("token id " + std::to_string(t) + " is outside the vocabulary of " +
+                                 std::to_string(n_vocab));
+      }
     }
     ContextPtr ctx = make_context(model.get(), opt, static_cast<uint32_t>(tokens.size()));
     if (opt.verbose) std::fprintf(stderr, "llama_oracle: %s\n", llama_print_system_info());

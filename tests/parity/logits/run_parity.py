@@ -124,7 +124,7 @@ def compare_logits(ours, ref):
         ref_sq += float(np.sum(b * b))
         max_abs = float(np.max([max_abs, np.max(np.abs(d))]))  # np.max, unlike max, keeps a NaN
     same_argmax = float(np.mean(np.argmax(ours, axis=1) == np.argmax(ref, axis=1)))
-    rel_l2 = np.sqrt(diff_sq / ref_sq) if ref_sq > 0 else np.sqrt(diff_sq)
+    rel_l2 = np.sqrt(diff_sq / ref_sq) if ref_sq > 0 else (0.0 if diff_sq == 0 else float("inf"))
     return float(rel_l2), max_abs, same_argmax
 
 
@@ -160,7 +160,8 @@ def run_case(case, args, model, n_vocab):
     ref_path = args.workdir / "oracle.logits"
     try:
         # channel eval continues greedily from the same prompt evaluation when asked to
-        ours_out = run([args.channel, "eval", *common, "--logits-out", ours_path] + (["--greedy", greedy] if greedy else []))
+        greedy_flag = ["--greedy", greedy] if greedy else []
+        ours_out = run([args.channel, "eval", *common, "--logits-out", ours_path, *greedy_flag])
         run([args.oracle, "eval", *common, "--logits-out", ref_path])
         case.rel_l2, case.max_abs, case.same_argmax = compare_logits(
             read_logits(ours_path, len(tokens), n_vocab), read_logits(ref_path, len(tokens), n_vocab))

@@ -182,12 +182,12 @@ TEST(RetentionCertificateText, ReadsLikeTheSeedCertificate) {
   CertifyRequest r = seed_request();
   r.sink_size = 4;
   const std::string text = certificate_text(certify(RetentionContract(16), r));
-  for (const char* line : {"window: token 20 is LIVE at current 31", "next overwrite              = 36",
-                           "current slot                = 15", "slots           = 4, 8, 13, 15",
-                           "request default_read_request: PASS", "first stale token     = none",
-                           "live window: FULL", "tokens                         = 16..31",
-                           "sink tokens                                 = 0..3",
-                           "tokens                                      = 0..3, 16..31"}) {
+  for (const char* line :
+       {"window: token 20 is LIVE at current 31", "next overwrite              = 36",
+        "current slot                = 15", "slots           = 4, 8, 13, 15", "request default_read_request: PASS",
+        "first stale token     = none", "live window: FULL", "tokens                         = 16..31",
+        "sink tokens                                 = 0..3",
+        "tokens                                      = 0..3, 16..31"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
   }
 }
@@ -215,7 +215,8 @@ TEST(RetentionContractProperty, RetainedMatchesASimulatedRing) {
     std::set<int64_t> live_slots;
     for (int64_t t = 0; t <= current + cache_size + 3; ++t) {
       const bool simulated = t <= current && holder[static_cast<size_t>(t % cache_size)] == t;
-      ASSERT_EQ(contract.retained(current, t), simulated) << "cache " << cache_size << " current " << current << " t " << t;
+      ASSERT_EQ(contract.retained(current, t), simulated)
+          << "cache " << cache_size << " current " << current << " t " << t;
       ASSERT_EQ(in_range(live.clocks, t), simulated) << "live window membership, t " << t;
       ASSERT_EQ(contract.stale(current, t), t <= current && !simulated);
       ASSERT_EQ(contract.slot(t), t % cache_size);
@@ -300,7 +301,8 @@ TEST(RetentionContractProperty, SinkWindowMembershipAndCount) {
     // Disjoint prefix implies sink tokens lie outside the ordinary window, and the exact count.
     if (s.sink_prefix_disjoint_from_live_window) {
       EXPECT_TRUE(s.sink_tokens_outside_ordinary_rolling_window);
-      EXPECT_EQ(s.token_count, static_cast<int64_t>(s.sink_tokens.size()) + contract.live_window(current).clocks.length);
+      EXPECT_EQ(s.token_count,
+                static_cast<int64_t>(s.sink_tokens.size()) + contract.live_window(current).clocks.length);
     }
   }
 }
@@ -308,7 +310,8 @@ TEST(RetentionContractProperty, SinkWindowMembershipAndCount) {
 // Channel's 4096-slot layout simulated with a write pointer: anchors fill slots 0..N-1, then the
 // pointer starts at N, advances one slot per token and jumps back to N when it reaches slot 3968.
 TEST(RetentionContractProperty, ChannelGeometryMatchesASimulatedLayout) {
-  for (const int64_t anchors : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{100}, int64_t{2000}, int64_t{kMaxAnchors}}) {
+  for (const int64_t anchors :
+       {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{100}, int64_t{2000}, int64_t{kMaxAnchors}}) {
     const RetentionContract contract = RetentionContract::channel_geometry(anchors);
     const int64_t ring = 3968 - anchors;
     ASSERT_EQ(contract.cache_size(), ring);
@@ -317,8 +320,8 @@ TEST(RetentionContractProperty, ChannelGeometryMatchesASimulatedLayout) {
     std::vector<int64_t> slot_of;           // simulated slot of each clock
     int64_t pointer = anchors;
     const int64_t last = anchors + 2 * ring + 37;
-    const std::set<int64_t> checkpoints = {0, anchors, anchors + ring - 1, anchors + ring, anchors + ring + 1,
-                                           anchors + 2 * ring, last, anchors / 2 + 3};
+    const std::set<int64_t> checkpoints = {
+        0, anchors, anchors + ring - 1, anchors + ring, anchors + ring + 1, anchors + 2 * ring, last, anchors / 2 + 3};
     for (int64_t clock = 0; clock <= last; ++clock) {
       int64_t slot = clock;
       if (clock >= anchors) {
@@ -332,7 +335,8 @@ TEST(RetentionContractProperty, ChannelGeometryMatchesASimulatedLayout) {
       const LiveWindow live = contract.live_window(current);
       for (int64_t t = 0; t <= current + 2; ++t) {
         const bool simulated = t <= current && holder[static_cast<size_t>(slot_of[static_cast<size_t>(t)])] == t;
-        ASSERT_EQ(contract.retained(current, t), simulated) << "anchors " << anchors << " current " << current << " t " << t;
+        ASSERT_EQ(contract.retained(current, t), simulated)
+            << "anchors " << anchors << " current " << current << " t " << t;
         if (t <= current) {
           ASSERT_EQ(contract.slot(t), slot_of[static_cast<size_t>(t)]) << "t " << t;
         }
