@@ -41,8 +41,8 @@ else
   [ -f package.json ] || echo '{"name":"channel-peer","private":true}' > package.json
   # --omit=optional: node-llama-cpp lists every platform's binaries (CUDA, Vulkan, arm, ~650 MB)
   # as optional dependencies; the one platform package we need is named explicitly instead.
-  # --ignore-scripts: only the files are used; node-llama-cpp's postinstall (run by npm < 11)
-  # would look for a GPU build or try to download one.
+  # --ignore-scripts: only the files are used; node-llama-cpp's postinstall (which npm < 11 runs)
+  # loads its Node.js bindings, probing GPUs and building llama.cpp from source if that fails.
   npm install --no-audit --no-fund --omit=optional --ignore-scripts -E \
     "node-llama-cpp@$VERSION" "@node-llama-cpp/linux-x64@$VERSION" >&2
 fi
@@ -57,6 +57,10 @@ bundle_head=$(git bundle list-heads "$bundle" | awk '$2 == "HEAD" { print $1 }')
 if [ -d src/.git ] && [ "$(git -C src rev-parse HEAD)" = "$bundle_head" ]; then
   log "llama.cpp source ${bundle_head:0:7} already in $DIR/src"
 else
+  # An older peer's clone is replaced; anything else named src is not ours to delete.
+  if [ -e src ] && ! { [ -d src/.git ] && [ -f src/include/llama.h ]; }; then
+    die "$DIR/src exists but is not a llama.cpp clone; move it away or choose another DIR"
+  fi
   log "cloning llama.cpp source ${bundle_head:0:7} from the bundle into $DIR/src"
   # Clone beside and rename, so an interrupted clone never looks like a finished one.
   rm -rf src.partial

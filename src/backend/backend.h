@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kv/geometry.h"
+#include "kv/slot_runs.h"
 
 namespace channel {
 
@@ -27,8 +28,8 @@ struct Batch {
 // A query at position p sees an entry at position q only if q <= p (causal) and, on sliding
 // layers, p - q < sliding_window.
 struct AttentionView {
-  std::span<const uint32_t> global_slots;
-  std::span<const uint32_t> sliding_slots;
+  kv::SlotRuns global_slots;
+  kv::SlotRuns sliding_slots;
 };
 
 enum class LogitsWanted { None, Last, All, Candidates };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <cassert>
+
 #include "core/error.h"
 
 namespace channel::kv {
@@ -11,14 +13,20 @@ KvRing::KvRing(int sliding_window)
     : sliding_window_(sliding_window),
       slot_clock_(kPhysicalSlots, -1),
       slot_position_(kPhysicalSlots, -1),
-      recall_active_(kRecallSlots, false) {
+      identity_(kPhysicalSlots),
+      ring_sequence_(2 * static_cast<size_t>(kRecallBase)) {
   if (sliding_window < 0) fail("sliding window {} is negative", sliding_window);
+  for (uint32_t s = 0; s < kPhysicalSlots; ++s) identity_[s] = s;
+  set_anchor_count(0);
 }
 
 void KvRing::set_anchor_count(uint32_t anchors) {
   if (clock_ != 0) fail("the anchor count can only be set before the first token (clock is {})", clock_);
   if (anchors > kMaxAnchors) fail("{} anchor tokens exceed the {} the geometry allows", anchors, kMaxAnchors);
   anchors_ = anchors;
+  contract_ = RetentionContract::channel_geometry(anchors);
+  const uint32_t ring = ring_size(anchors);
+  for (uint32_t k = 0; k < 2 * ring; ++k) ring_sequence_[k] = anchors + k % ring;
 }
 
 void KvRing::mark_span(SpanType type) {
@@ -32,7 +40,7 @@ void KvRing::mark_span(SpanType type) {
     open.type = type;  // nothing written in it yet: relabel instead of keeping an empty span
     return;
   }
-  spans_.push_back(Span{type, clock_, clock_, slot_of_clock(clock_, anchors_)});
+  spans_.push_back(Span{type, clock_, clock_, slot_of(clock_)});
 }
 
 uint32_t KvRing::max_batch() const {
@@ -46,12 +54,12 @@ void KvRing::evict_through(int64_t clock) {
     // A closed span goes as a whole; the open span (longer than the ring) only up to `clock`.
     const int64_t end = open ? std::min(front.end_clock, clock + 1) : front.end_clock;
     for (int64_t c = front.start_clock; c < end; ++c) {
-      const uint32_t slot = slot_of_clock(c, anchors_);
+      const uint32_t slot = slot_of(c);
       if (slot_clock_[slot] == c) slot_clock_[slot] = slot_position_[slot] = -1;
     }
     if (open) {
       front.start_clock = end;
-      front.first_slot = slot_of_clock(end, anchors_);
+      front.first_slot = slot_of(end);
       break;
     }
     spans_.pop_front();
@@ -92,10 +100,10 @@ Placement KvRing::append(uint32_t n) {
     const int64_t c = clock_;
     if (c >= anchors_) {
       if (c - ring >= anchors_) evict_through(c - ring);  // the slot's previous token must go first
-      if (spans_.empty()) spans_.push_back(Span{pending_type_, c, c, slot_of_clock(c, anchors_)});
+      if (spans_.empty()) spans_.push_back(Span{pending_type_, c, c, slot_of(c)});
       spans_.back().end_clock = c + 1;
     }
-    const uint32_t slot = slot_of_clock(c, anchors_);
+    const uint32_t slot = slot_of(c);
     slot_clock_[slot] = slot_position_[slot] = c;
     placement.slots.push_back(slot);
     placement.positions.push_back(static_cast<int32_t>(c));
@@ -103,6 +111,8 @@ Placement KvRing::append(uint32_t n) {
   }
   while (!spans_.empty() && spans_.front().start_clock == spans_.front().end_clock && spans_.size() > 1) spans_.pop_front();
   oldest_live_ = spans_.empty() ? clock_ : spans_.front().start_clock;
+  // The live ring is what the retention contract retains, less whole spans evicted early.
+  assert(oldest_live_ == clock_ || contract_.retained(clock_ - 1, oldest_live_));
   rebase_if_needed(placement.rotations);
   committed_first_query_ = first_query;
   rebuild_views(first_query);
@@ -116,11 +126,7 @@ std::vector<uint32_t> KvRing::anchor_slots() const {
 }
 
 std::vector<uint32_t> KvRing::recall_slots() const {
-  std::vector<uint32_t> slots;
-  for (uint32_t r = 0; r < kRecallSlots; ++r) {
-    if (recall_active_[r]) slots.push_back(kRecallBase + r);
-  }
-  return slots;
+  return {identity_.begin() + kRecallBase, identity_.begin() + kRecallBase + recall_count_};
 }
 
 void KvRing::move(std::vector<uint32_t> slots, int64_t delta, std::vector<Rotation>& out) {
@@ -130,9 +136,10 @@ void KvRing::move(std::vector<uint32_t> slots, int64_t delta, std::vector<Rotati
 }
 
 int64_t KvRing::oldest_movable_position() const {
+  // Anchors and recall move as blocks, so their first slots hold their oldest positions.
   int64_t oldest = std::numeric_limits<int64_t>::max();
-  for (uint32_t slot : anchor_slots()) oldest = std::min(oldest, slot_position_[slot]);
-  for (uint32_t slot : recall_slots()) oldest = std::min(oldest, slot_position_[slot]);
+  if (anchors_ > 0 && clock_ > 0) oldest = std::min(oldest, slot_position_[0]);
+  if (recall_count_ > 0) oldest = std::min(oldest, slot_position_[kRecallBase]);
   return oldest;
 }
 
@@ -187,51 +194,54 @@ Placement KvRing::write_recall(uint32_t count) {
   const int64_t start = std::max<int64_t>(0, oldest_live_ - count);
   for (uint32_t r = 0; r < count; ++r) {
     const uint32_t slot = kRecallBase + r;
-    recall_active_[r] = true;
     slot_clock_[slot] = slot_position_[slot] = start + r;
     placement.slots.push_back(slot);
     placement.positions.push_back(static_cast<int32_t>(start + r));
   }
+  recall_count_ = count;
   rebase_if_needed(placement.rotations);
   rebuild_views(committed_first_query_);
   return placement;
 }
 
 void KvRing::clear_recall() {
-  for (uint32_t r = 0; r < kRecallSlots; ++r) {
-    recall_active_[r] = false;
-    slot_clock_[kRecallBase + r] = slot_position_[kRecallBase + r] = -1;
-  }
+  for (uint32_t r = 0; r < recall_count_; ++r) slot_clock_[kRecallBase + r] = slot_position_[kRecallBase + r] = -1;
+  recall_count_ = 0;
   rebuild_views(committed_first_query_);
 }
 
 void KvRing::rebuild_views(int64_t first_query_clock) {
   last_query_clock_ = clock_ - 1;
   const int64_t committed_end = transient_ ? transient_start_ : clock_;
-  global_view_.clear();
-  sliding_view_.clear();
-  for (uint32_t a = 0; a < anchors_ && a < committed_end; ++a) global_view_.push_back(a);
-  for (uint32_t r = 0; r < kRecallSlots; ++r) {
-    if (recall_active_[r]) global_view_.push_back(kRecallBase + r);
-  }
-  for (int64_t c = std::max<int64_t>(oldest_live_, anchors_); c < committed_end; ++c) {
-    global_view_.push_back(slot_of_clock(c, anchors_));
-  }
+  const auto identity_run = [this](int64_t begin, int64_t end) {
+    return end > begin ? std::span<const uint32_t>(identity_.data() + begin, static_cast<size_t>(end - begin))
+                       : std::span<const uint32_t>();
+  };
+  // Ring clocks [begin, end) are consecutive entries of the ring sequence, even across a wrap.
+  const auto ring_run = [this](int64_t begin, int64_t end) {
+    if (end <= begin) return std::span<const uint32_t>();
+    const size_t start = static_cast<size_t>((begin - anchors_) % ring_size(anchors_));
+    return std::span<const uint32_t>(ring_sequence_.data() + start, static_cast<size_t>(end - begin));
+  };
+  const int64_t ring_begin = std::max<int64_t>(oldest_live_, anchors_);
+  const auto scratch = identity_run(kScratchBase, kScratchBase + scratch_used_);
+  global_view_.runs = {identity_run(0, std::min<int64_t>(anchors_, committed_end)),
+                       identity_run(kRecallBase, kRecallBase + recall_count_), ring_run(ring_begin, committed_end),
+                       scratch};
   // Sliding layers: every clock some query of the batch can see, if it is still live.
   const int64_t sliding_begin = std::max<int64_t>(0, first_query_clock - sliding_window_ + 1);
-  for (int64_t c = sliding_begin; c < committed_end; ++c) {
-    if (c < anchors_ || c >= oldest_live_) sliding_view_.push_back(slot_of_clock(c, anchors_));
-  }
-  for (uint32_t i = 0; i < scratch_used_; ++i) {
-    global_view_.push_back(kScratchBase + i);
-    sliding_view_.push_back(kScratchBase + i);
-  }
+  sliding_view_.runs = {identity_run(sliding_begin, std::min<int64_t>(anchors_, committed_end)),
+                        ring_run(std::max(sliding_begin, ring_begin), committed_end), scratch, {}};
 }
 
 int64_t KvRing::max_global_distance() const {
+  // Positions only grow along each run except where anchors and recall were moved, which
+  // moves whole runs: the first slot of each run holds its oldest position.
   int64_t oldest_position = std::numeric_limits<int64_t>::max();
-  for (uint32_t slot : global_view_) oldest_position = std::min(oldest_position, slot_position_[slot]);
-  return global_view_.empty() ? 0 : last_query_clock_ - oldest_position;
+  for (const auto& run : global_view_.runs) {
+    if (!run.empty()) oldest_position = std::min(oldest_position, slot_position_[run.front()]);
+  }
+  return oldest_position == std::numeric_limits<int64_t>::max() ? 0 : last_query_clock_ - oldest_position;
 }
 
 }  // namespace channel::kv

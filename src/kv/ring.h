@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "kv/geometry.h"
+#include "kv/retention_contract.h"
+#include "kv/slot_runs.h"
 #include "kv/span.h"
 
 namespace channel::kv {
@@ -73,13 +75,15 @@ class KvRing {
   void clear_recall();
 
   int64_t clock() const { return clock_; }
+  // Physical slot of a clock, by the retention contract of the current geometry.
+  uint32_t slot_of(int64_t clock) const { return static_cast<uint32_t>(contract_.slot(clock)); }
   int64_t oldest_live_clock() const { return oldest_live_; }
   const std::deque<Span>& live_spans() const { return spans_; }
 
-  // Slots each layer type reads, chronological: global = anchors, live ring, recall, scratch;
+  // Slots each layer type reads, chronological: global = anchors, recall, live ring, scratch;
   // sliding = the clocks within the window of the last append's queries, and scratch.
-  const std::vector<uint32_t>& global_view() const { return global_view_; }
-  const std::vector<uint32_t>& sliding_view() const { return sliding_view_; }
+  const SlotRuns& global_view() const { return global_view_; }
+  const SlotRuns& sliding_view() const { return sliding_view_; }
 
   // Clock stored in a slot (-1: empty or evicted), for checks and snapshots.
   int64_t slot_clock(uint32_t slot) const { return slot_clock_[slot]; }
@@ -100,13 +104,14 @@ class KvRing {
 
   int sliding_window_;
   uint32_t anchors_ = 0;
+  RetentionContract contract_ = RetentionContract::channel_geometry(0);
   int64_t clock_ = 0;
   int64_t oldest_live_ = 0;     // first live ring clock (== clock_ when the ring is empty)
   std::deque<Span> spans_;      // live ring spans, oldest first; the last one is open
   SpanType pending_type_ = SpanType::User;  // type of the span the next ring token opens
   std::vector<int64_t> slot_clock_;
   std::vector<int64_t> slot_position_;
-  std::vector<bool> recall_active_;
+  uint32_t recall_count_ = 0;   // recall slots kRecallBase .. + recall_count_ - 1 are active
 
   bool transient_ = false;
   int64_t transient_start_ = 0;
@@ -115,8 +120,10 @@ class KvRing {
   int64_t last_query_clock_ = -1;
   int64_t committed_first_query_ = 0;  // first query of the last committed batch
 
-  std::vector<uint32_t> global_view_;
-  std::vector<uint32_t> sliding_view_;
+  std::vector<uint32_t> identity_;       // identity_[s] = s: runs of consecutive slots
+  std::vector<uint32_t> ring_sequence_;  // slot of ring index k mod W, for k < 2W: runs that wrap
+  SlotRuns global_view_;
+  SlotRuns sliding_view_;
 };
 
 }  // namespace channel::kv

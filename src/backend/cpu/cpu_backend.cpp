@@ -76,11 +76,11 @@ void CpuBackend::validate(const Batch& batch, const AttentionView& view, LogitsW
     if (batch.slots[i] >= kKvSlots) fail("KV slot {} is outside the cache (0..{})", batch.slots[i], kKvSlots - 1);
     if (batch.positions[i] < 0) fail("negative position {}", batch.positions[i]);
   }
-  for (auto slots : {view.global_slots, view.sliding_slots}) {
-    if (slots.size() > kKvSlots) fail("attention view lists {} slots, more than the cache has", slots.size());
-    for (uint32_t s : slots) {
+  for (const kv::SlotRuns* slots : {&view.global_slots, &view.sliding_slots}) {
+    if (slots->size() > kKvSlots) fail("attention view lists {} slots, more than the cache has", slots->size());
+    slots->for_each([](uint32_t s) {
       if (s >= kKvSlots) fail("attention view slot {} is outside the cache", s);
-    }
+    });
   }
   if (wanted == LogitsWanted::Candidates) {
     if (candidates.empty()) fail("no candidate tokens given");
@@ -123,7 +123,7 @@ void CpuBackend::embed(const Batch& batch) {
   }
 }
 
-void CpuBackend::attention_block(int il, const Batch& batch, std::span<const uint32_t> view_slots) {
+void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns& view_slots) {
   const ModelConfig& config = model_->config();
   const LayerConfig& lc = config.layers[il];
   const LayerWeights& w = model_->layers()[il];
@@ -193,14 +193,14 @@ void CpuBackend::attention_block(int il, const Batch& batch, std::span<const uin
       const int32_t query_position = batch.positions[t];
       keys.clear();
       values.clear();
-      for (const uint32_t slot : view_slots) {
+      view_slots.for_each([&](uint32_t slot) {
         const int32_t key_position = slot_position_[slot];
         const bool visible = key_position >= 0 && key_position <= query_position &&
                              (!lc.sliding || query_position - key_position < config.sliding_window);
-        if (!visible) continue;
+        if (!visible) return;
         keys.push_back(cache.k.data() + static_cast<size_t>(slot) * kv_width + kv_offset);
         values.push_back(cache.v.data() + static_cast<size_t>(slot) * kv_width + kv_offset);
-      }
+      });
       const AttentionInputs inputs{
           std::span<const float>(q_.data() + t * q_width + int64_t{h} * head_dim, static_cast<size_t>(head_dim)), keys,
           values};

@@ -37,7 +37,7 @@ class CpuBackend final : public Backend {
   void validate(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
                 std::span<const int32_t> candidates) const;
   void embed(const Batch& batch);
-  void attention_block(int il, const Batch& batch, std::span<const uint32_t> view_slots);
+  void attention_block(int il, const Batch& batch, const kv::SlotRuns& view_slots);
   void ffn_block(int il, int64_t n_tokens);
   void output_logits(int64_t n_tokens, LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out);
 

@@ -58,7 +58,8 @@ template <int64_t kRows>
 struct RowTile {
   static constexpr int64_t kSize = kRows;
   const uint8_t* rows[kRows];
-  int64_t first_output;  // output row index of rows[0]
+  const uint8_t* next_rows[kRows];  // the next tile's rows, to prefetch (the last tile: its own)
+  int64_t first_output;             // output row index of rows[0]
   int64_t count;
 };
 
@@ -69,7 +70,11 @@ void ForEachRowTile(const DotRowsJob& job, int64_t begin, int64_t end, const Til
     RowTile<kRows> tile;
     tile.first_output = first;
     tile.count = std::min(kRows, end - first);
-    for (int64_t r = 0; r < kRows; ++r) tile.rows[r] = WeightRow(job, first + std::min(r, tile.count - 1));
+    const int64_t next = first + kRows < end ? first + kRows : first;
+    for (int64_t r = 0; r < kRows; ++r) {
+      tile.rows[r] = WeightRow(job, std::min(first + r, end - 1));
+      tile.next_rows[r] = WeightRow(job, std::min(next + r, end - 1));
+    }
     tile_fn(tile);
   }
 }
@@ -307,7 +312,8 @@ template <QuantAccumulation kOrder>
 constexpr size_t kSmallBatchTokens = kOrder == QuantAccumulation::kEightLanes ? 2 : 4;
 
 // Weight rows are short streams (a 2560-column Q4_0 row is 1440 bytes) that a tile reads four
-// at a time, too briefly for the hardware prefetcher to ramp up: prefetch this far ahead.
+// at a time, too briefly for the hardware prefetcher to ramp up: prefetch this far ahead, going
+// on into the next tile's rows.
 constexpr int64_t kPrefetchBlocks = 16;
 
 template <class Rows, QuantAccumulation kOrder, size_t kTokens>
@@ -321,9 +327,12 @@ HWY_NOINLINE void SmallBatchTokens(const DotRowsJob& job, const SmallBatchTile& 
     x_scales[t] = x.q8_scales(t0 + t);
   }
   SmallBatchSums<kOrder, kTokens> sums;
-  for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
+  const int64_t n_blocks = x.cols() / kQuantBlock;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t ahead = b + kPrefetchBlocks;
     for (int64_t r = 0; r < kSmallBatchRows; ++r) {
-      hwy::Prefetch(tile.rows[r] + (b + kPrefetchBlocks) * Rows::kBlockBytes);  // prefetches never fault
+      hwy::Prefetch(ahead < n_blocks ? tile.rows[r] + ahead * Rows::kBlockBytes
+                                     : tile.next_rows[r] + (ahead - n_blocks) * Rows::kBlockBytes);
     }
     const TileScales w_scales = LoadTileScales<Rows>(tile, b);
     UnpackedBlock w[kSmallBatchRows];

@@ -34,11 +34,19 @@ def comma_list(convert):
     return lambda text: [convert(item) for item in text.split(",") if item]
 
 
+def existing_file(text):
+    """An absolute path (a bare relative name would be looked up on PATH when run) to a file."""
+    path = Path(text).resolve()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no file {text}")
+    return path
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--channel", required=True, type=Path, help="the channel binary")
-    parser.add_argument("--oracle", required=True, type=Path, help="the llama_oracle binary")
-    parser.add_argument("--vocab", required=True, type=Path, help="Gemma 4 vocabulary GGUF")
+    parser.add_argument("--channel", required=True, type=existing_file, help="the channel binary")
+    parser.add_argument("--oracle", required=True, type=existing_file, help="the llama_oracle binary")
+    parser.add_argument("--vocab", required=True, type=existing_file, help="Gemma 4 vocabulary GGUF")
     parser.add_argument("--workdir", required=True, type=Path, help="models, logits and parity.md go here")
     parser.add_argument("--types", type=comma_list(str), default=list(THRESHOLDS), help="weight types")
     parser.add_argument("--archs", type=comma_list(str), default=["gemma3", "gemma4"])
