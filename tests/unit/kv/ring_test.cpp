@@ -1,6 +1,7 @@
 // The KV ring against a brute-force model of the geometry: random streams of appends, span
 // marks, transient tokens with rollback and recall writes.
 #include "kv/ring.h"
+#include "kv/retention_contract.h"
 
 #include <gtest/gtest.h>
 
@@ -109,9 +110,17 @@ void expect_same_state(const KvRing& ring, const BruteForceRing& model, const st
     ASSERT_EQ(spans.back().end_clock, ring.clock()) << where;
     ASSERT_EQ(ring.oldest_live_clock(), spans.front().start_clock) << where;
   }
-  // Every live ring token is retained by the contract (current - W < t <= current).
-  const int64_t w = ring.ring_slots();
-  for (int64_t c = ring.oldest_live_clock(); c < ring.clock(); ++c) ASSERT_LT(ring.clock() - 1 - c, w) << where;
+  // The contract and the ring agree: every live token is retained and sits in the contract's
+  // slot; tokens the ring dropped (whole spans, possibly before the contract would) are really
+  // gone from their slots.
+  const RetentionContract contract = RetentionContract::channel_geometry(anchors);
+  const int64_t current = ring.clock() - 1;
+  for (int64_t c = std::max<int64_t>(0, current - kRecallBase); c <= current; ++c) {
+    const bool live = c < anchors || c >= ring.oldest_live_clock();
+    if (live) ASSERT_TRUE(contract.retained(current, c)) << where << " clock " << c;
+    if (!live) ASSERT_NE(ring.slot_clock(ring.slot_of(c)), c) << where << " clock " << c;
+    if (live) ASSERT_EQ(ring.slot_clock(ring.slot_of(c)), c) << where << " clock " << c;
+  }
   ASSERT_LT(ring.max_global_distance(), kMaxRelativeDistance) << where;
 }
 
