@@ -20,6 +20,12 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHANNEL_PEER_DI
 ninja -C "$BUILD_DIR" -j "$JOBS"
 step "unit and parity tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, with assertions ($BUILD_DIR-asan)"
+cmake -S . -B "$BUILD_DIR-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+  -DCHANNEL_SANITIZE=ON -DCHANNEL_BUILD_BENCH=OFF -DCHANNEL_PEER_DIR="$CHANNEL_PEER_DIR" >/dev/null
+ninja -C "$BUILD_DIR-asan" -j "$JOBS"
+# The 50,000-token stream is too slow unoptimized; the Release run above covers it.
+ctest --test-dir "$BUILD_DIR-asan" --output-on-failure -j "$JOBS" -L unit -E 'Stream\.'
 if [ "${FUZZ_SECONDS:-60}" != 0 ]; then
   step "fuzzers (${FUZZ_SECONDS:-60} s each)"
   FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/run-fuzzers.sh

@@ -5,35 +5,12 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/split_mix.h"
 #include "model/gguf.h"
 #include "model/quantize.h"
 
 namespace channel {
 namespace {
-
-// A small, fully specified generator (std::normal_distribution is implementation-defined), so
-// the same seed gives the same model with any standard library.
-class Random {
- public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }  // [0, 1)
-  float normal() {
-    // Box-Muller; u1 is shifted away from 0 so the log is finite.
-    const double u1 = uniform() + 0x1p-54;
-    const double u2 = uniform();
-    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
-  }
-
- private:
-  uint64_t state_;
-};
 
 uint64_t name_hash(std::string_view name) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
@@ -49,21 +26,21 @@ class ModelWriter {
 
   // Values are drawn from a stream seeded by the model seed and the tensor name only, so every
   // weight type encodes the same underlying values.
-  std::vector<float> values(const std::string& name, int64_t n, const std::function<float(Random&)>& draw) {
-    Random random(seed_ ^ name_hash(name));
+  std::vector<float> values(const std::string& name, int64_t n, const std::function<float(SplitMix64&)>& draw) {
+    SplitMix64 random(seed_ ^ name_hash(name));
     std::vector<float> v(static_cast<size_t>(n));
     for (auto& x : v) x = draw(random);
     return v;
   }
 
   void matrix(const std::string& name, GgmlType type, int64_t cols, int64_t rows, float stddev) {
-    const auto v = values(name, cols * rows, [stddev](Random& r) { return r.normal() * stddev; });
+    const auto v = values(name, cols * rows, [stddev](SplitMix64& r) { return r.normal() * stddev; });
     writer_.add_tensor(name, type, {cols, rows}, quantize_row(type, v));
   }
 
   // Norm weights as Gemma stores them in GGUF (effective scale, around `center`).
   void norm(const std::string& name, int64_t n, float center = 1.0f) {
-    const auto v = values(name, n, [center](Random& r) { return center * (1.0f + 0.1f * r.normal()); });
+    const auto v = values(name, n, [center](SplitMix64& r) { return center * (1.0f + 0.1f * r.normal()); });
     writer_.add_tensor(name, GgmlType::F32, {n}, quantize_row(GgmlType::F32, v));
   }
 
@@ -239,7 +216,7 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     model.matrix(name("ffn_down"), o.weight_type, o.n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_ff)));
     model.norm(name("post_ffw_norm"), o.n_embd);
     if (gemma4) {
-      model.f32(name("layer_output_scale"), model.values(name("layer_output_scale"), 1, [](Random& r) {
+      model.f32(name("layer_output_scale"), model.values(name("layer_output_scale"), 1, [](SplitMix64& r) {
         return static_cast<float>(0.5 + r.uniform());
       }));
     }

@@ -14,29 +14,23 @@
 #include <string_view>
 #include <vector>
 
+#include "core/split_mix.h"
 #include "tokenizer/escapes.h"
 
 namespace {
 
-// splitmix64: fully specified, unlike the std:: distributions, so the output is the same with
-// every standard library.
+// Draws from SplitMix64 (the same output with every standard library).
 class Random {
  public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  size_t below(size_t n) { return static_cast<size_t>(next() % n); }
+  explicit Random(uint64_t seed) : generator_(seed) {}
+  size_t below(size_t n) { return generator_.below(n); }
   size_t between(size_t low, size_t high) { return low + below(high - low + 1); }  // inclusive
   bool chance(size_t percent) { return below(100) < percent; }
   template <typename T>
   const T& pick(std::span<const T> items) { return items[below(items.size())]; }
 
  private:
-  uint64_t state_;
+  channel::SplitMix64 generator_;
 };
 
 using Words = std::span<const std::string_view>;
