@@ -1,6 +1,7 @@
-// Picks the next token from logits: greedy at temperature <= 0, otherwise softmax sampling at
-// the temperature over the top-k tokens, trimmed to the top-p probability mass. Seedable: the
-// same seed and logits give the same tokens.
+// Picks the next token from logits, in the order the original Channel engine applies
+// (its src/sampler.zig): masked ids dropped -> repeat, presence and frequency penalties over
+// the recent tokens -> top-k -> greedy at temperature <= 0, else softmax at the temperature ->
+// min-p -> top-p -> a draw from a seedable generator (the same seed gives the same tokens).
 #pragma once
 
 #include <cstdint>
@@ -14,13 +15,25 @@ struct SamplerOptions {
   float temperature = 0.0f;
   int top_k = 64;
   float top_p = 0.95f;
+  float min_p = 0.0f;
+  float repeat_penalty = 1.0f;    // > 1 lowers the logits of recent tokens
+  int repeat_last_n = 64;         // how many recent tokens the penalties look at
+  float frequency_penalty = 0.0f; // subtracted once per occurrence
+  float presence_penalty = 0.0f;  // subtracted once if present
   uint64_t seed = 0;
 };
 
 class Sampler {
  public:
   explicit Sampler(const SamplerOptions& options);
-  int32_t sample(std::span<const float> logits);
+
+  // `masked`: ids that must not be chosen; `recent`: tokens generated so far (oldest first),
+  // of which the last repeat_last_n are penalized.
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> masked = {},
+                 std::span<const int32_t> recent = {});
+
+  const SamplerOptions& options() const { return options_; }
+  void set_options(const SamplerOptions& options) { options_ = options; }  // keeps the generator state
 
  private:
   SamplerOptions options_;
