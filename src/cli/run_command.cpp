@@ -9,9 +9,10 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
-#include "engine/chat_template.h"
+#include "engine/turn_grammar.h"
 #include "engine/stream_context.h"
 #include "engine/sampler.h"
+#include "engine/special_tokens.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,9 +37,13 @@ void run(const RunOptions& o) {
   auto model = load_model_verbose(o.model_path);
   const ModelConfig& config = model->config();
   const Tokenizer tokenizer = Tokenizer::from_gguf(model->gguf());
-  const std::string text = o.raw ? o.prompt : render_user_turn(config.arch, o.prompt);
+  const std::string text = o.raw ? o.prompt : render_chat_turn(config.arch, o.prompt);
   const std::vector<int32_t> prompt = tokenizer.encode(text, /*add_special=*/true, /*parse_special=*/true);
-  const std::vector<int32_t> stops = end_of_turn_tokens(tokenizer, config.arch);
+  const SpecialTokens special = SpecialTokens::find(tokenizer, config.arch);
+  std::vector<int32_t> stops;  // what ends the model's turn
+  for (int32_t id : {special.eos, special.turn_close}) {
+    if (id >= 0) stops.push_back(id);
+  }
 
   cpu::CpuBackend backend(model, o.threads);
   StreamContext context(backend, config);

@@ -1,0 +1,59 @@
+// Rendered text against the original engine's exact grammar (original-channel.md §1.5.1,
+// §2.7, §2.10, §2.11), written out by hand from the reference.
+#include "engine/turn_grammar.h"
+
+#include <gtest/gtest.h>
+
+namespace channel {
+namespace {
+
+TEST(TurnGrammar, UserInputWithAndWithoutReasoning) {
+  EXPECT_EQ(render_user_input(ModelArch::Gemma4, "Hi", false),
+            "<|turn>user\nHi\n<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+  EXPECT_EQ(render_user_input(ModelArch::Gemma4, "Hi", true), "<|turn>user\nHi\n<turn|>\n<|turn>model\n");
+  EXPECT_EQ(render_user_input(ModelArch::Gemma3, "Hi", true),
+            "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST(TurnGrammar, SystemTurnWithTools) {
+  const std::string json = R"({"instructions":"Be brief.","tools":[{"name":"cmd","description":"Run a command",
+    "parameters":{"properties":{"timeout":{"type":"integer"},"argv":{"description":"words","type":"array"}},
+    "required":["argv"]}},{"name":"done","description":"Finish"}]})";
+  const std::string q = "<|\"|>";
+  const std::string expected =
+      "<|turn>system\n<|think|>\nBe brief.\n"
+      "<|tool>declaration:cmd{description:" + q + "Run a command" + q +
+      ",parameters:{properties:{argv:{description:" + q + "words" + q + ",items:{type:" + q + "STRING" + q +
+      "},type:" + q + "ARRAY" + q + "},timeout:{type:" + q + "INTEGER" + q + "}},required:[" + q + "argv" + q +
+      "],type:" + q + "OBJECT" + q + "}}<tool|>"
+      "<|tool>declaration:done{description:" + q + "Finish" + q + "}<tool|>"
+      "<turn|>\n";
+  EXPECT_EQ(render_system_turn(ModelArch::Gemma4, json), expected);
+  EXPECT_FALSE(render_system_turn(ModelArch::Gemma4, "plain text system prompt").has_value());
+  EXPECT_FALSE(render_system_turn(ModelArch::Gemma4, "[1,2]").has_value());
+}
+
+TEST(TurnGrammar, ToolResponses) {
+  const std::string q = "<|\"|>";
+  EXPECT_EQ(render_tool_response("cmd", R"({"stdout":"ok","code":0})"),
+            "<|tool_response>response:cmd{code:0,stdout:" + q + "ok" + q + "}<tool_response|><|channel>thought\n");
+  EXPECT_EQ(render_tool_response("cmd", "42"),
+            "<|tool_response>response:cmd{value:42}<tool_response|><|channel>thought\n");
+  EXPECT_EQ(render_tool_response("cmd", "not json, an error"),
+            "<|tool_response>response:cmd{value:" + q + "not json, an error" + q +
+                "}<tool_response|><|channel>thought\nNotice: Tool execution failed. Analyze error and correct tool call:\n");
+  EXPECT_EQ(render_tool_response("cmd", R"({"error":"boom"})"),
+            "<|tool_response>response:cmd{error:" + q + "boom" + q +
+                "}<tool_response|><|channel>thought\nNotice: Tool execution failed. Analyze error and correct tool call:\n");
+}
+
+TEST(TurnGrammar, ProbeFrames) {
+  EXPECT_EQ(render_probe("Decide:", ProbeFraming::Verbatim), "Decide:");
+  EXPECT_EQ(render_probe("Decide:", ProbeFraming::BetweenTurns),
+            "<|turn>user\nDecide:<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+  EXPECT_EQ(render_probe("Decide:", ProbeFraming::AfterThought),
+            "<channel|>\n<turn|>\n<|turn>user\nDecide:<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+}
+
+}  // namespace
+}  // namespace channel
