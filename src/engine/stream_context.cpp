@@ -16,7 +16,8 @@ void StreamContext::apply(const std::vector<kv::Rotation>& rotations) {
 
 void StreamContext::rollback(int64_t clock) { apply(ring_.rollback(clock)); }
 
-void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out) {
+void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
+                           std::span<const int32_t> candidates) {
   if (tokens.empty()) fail("nothing to evaluate: the token list is empty");
   for (int32_t token : tokens) {
     if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary (0..{})", token, n_vocab_ - 1);
@@ -38,7 +39,8 @@ void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
                                       : last_chunk                ? wanted
                                                                   : LogitsWanted::None;
     const Batch batch{tokens.subspan(done, n), placement.positions, placement.slots};
-    backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted, {}, chunk_logits);
+    backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted,
+                     chunk_wanted == LogitsWanted::Candidates ? candidates : std::span<const int32_t>(), chunk_logits);
     if (chunk_wanted != LogitsWanted::None) {
       out.n_cols = chunk_logits.n_cols;
       out.n_rows += chunk_logits.n_rows;

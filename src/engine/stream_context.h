@@ -19,9 +19,11 @@ class StreamContext {
   StreamContext(Backend& backend, const ModelConfig& config);
 
   // Runs `tokens` after everything so far. Logits: LogitsWanted::Last gives the last token's
-  // row, All every token's row (in order). Token ids are checked before anything changes: an
-  // invalid id throws channel::Error and leaves the stream as it was.
-  void append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out);
+  // row, All every token's row (in order), Candidates the last token's logits of `candidates`
+  // only. Token ids are checked before anything changes: an invalid id throws channel::Error
+  // and leaves the stream as it was.
+  void append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
+              std::span<const int32_t> candidates = {});
 
   // Probes: tokens appended between begin_transient() and rollback() leave no trace.
   int64_t begin_transient() { return ring_.begin_transient(); }

@@ -82,7 +82,11 @@ TEST_P(Forward, ThreadCountDoesNotChangeLogits) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, Forward,
                          ::testing::Combine(::testing::Values(ModelArch::Gemma3, ModelArch::Gemma4),
                                             ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
-                                                              GgmlType::Q8_0, GgmlType::Q4_0)));
+                                                              GgmlType::Q8_0, GgmlType::Q4_0)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == ModelArch::Gemma3 ? "gemma3_" : "gemma4_") +
+                                  std::string(ggml_type_traits(std::get<1>(info.param)).name);
+                         });
 
 TEST(ForwardInput, BadTokenIsRefusedAndStateKept) {
   TempDir dir;

@@ -80,7 +80,8 @@ TEST_P(Rollback, TransientTokensLeaveNoTraceAfterTheRingWrapped) {
   EXPECT_EQ(actual.values, expected.values);  // bit-identical
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, Rollback, ::testing::Values(ModelArch::Gemma3, ModelArch::Gemma4));
+INSTANTIATE_TEST_SUITE_P(Archs, Rollback, ::testing::Values(ModelArch::Gemma3, ModelArch::Gemma4),
+                         [](const auto& info) { return std::string(info.param == ModelArch::Gemma3 ? "gemma3" : "gemma4"); });
 
 int64_t resident_kib() {
   std::ifstream status("/proc/self/status");

@@ -2,6 +2,8 @@
 // Gemma 4 vocabulary of the llama.cpp peer (when installed).
 #pragma once
 
+#include "peer_vocab.h"
+
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -66,18 +68,4 @@ inline Tokenizer tokenizer_from(const GgufWriter& writer) {
 
 // models/ggml-vocab-gemma-4.gguf of the llama.cpp peer ($CHANNEL_PEER_DIR, else
 // ~/.cache/channel-peer), if it is there.
-inline std::optional<std::filesystem::path> peer_gemma4_vocab() {
-  std::filesystem::path peer;
-  if (const char* dir = std::getenv("CHANNEL_PEER_DIR")) {
-    peer = dir;
-  } else if (const char* home = std::getenv("HOME")) {
-    peer = std::filesystem::path(home) / ".cache" / "channel-peer";
-  }
-  const std::filesystem::path vocab = peer / "src" / "models" / "ggml-vocab-gemma-4.gguf";
-  if (peer.empty() || !std::filesystem::exists(vocab)) {
-    return std::nullopt;
-  }
-  return vocab;
-}
-
 }  // namespace channel::testing

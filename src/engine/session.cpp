@@ -1,0 +1,396 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+#include "engine/turn_grammar.h"
+
+namespace channel {
+namespace {
+
+// Prefill chunk: small enough that an abort is noticed promptly.
+constexpr size_t kPrefillChunk = 64;
+// The first input of a session without a system prompt anchors at most this many tokens.
+constexpr size_t kMaxImplicitAnchors = 512;
+// A tool call's text is collected up to this many bytes.
+constexpr size_t kMaxToolCallBytes = 4096;
+// A thought's header ("thought\n") is at most this many tokens.
+constexpr int kMaxThoughtHeaderTokens = 16;
+// Bridge text fed when the thinking budget runs out (the original engine's wording).
+constexpr std::string_view kBudgetBridge =
+    "\n\nIdentified steps complete. To execute across multiple stages, invoke `plan()`. Otherwise, deliver the final "
+    "answer.\n";
+
+using Clock = std::chrono::steady_clock;
+
+double milliseconds_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+bool ends_a_sentence(std::string_view piece) {
+  return !piece.empty() && std::string_view("\n.!?:").find(piece.back()) != std::string_view::npos;
+}
+
+std::string_view trim(std::string_view s, std::string_view characters) {
+  const size_t first = s.find_first_not_of(characters);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(characters) - first + 1);
+}
+
+}  // namespace
+
+Session::Session(std::shared_ptr<const Model> model, Backend& backend, SessionConfig config)
+    : model_(std::move(model)),
+      tokenizer_(Tokenizer::from_gguf(model_->gguf())),
+      special_(SpecialTokens::find(tokenizer_, model_->config().arch)),
+      config_(config),
+      context_(backend, model_->config()),
+      sampler_(config.sampler) {}
+
+uint16_t Session::active_slots() const {
+  return static_cast<uint16_t>(std::min<size_t>(context_.ring().global_view().size(), UINT16_MAX));
+}
+
+void Session::start_request() {
+  abort_ = false;
+  sampler_.set_options(config_.sampler);
+}
+
+std::vector<int32_t> Session::encode(std::string_view text, bool bos_at_start) const {
+  return tokenizer_.encode(text, /*add_special=*/bos_at_start && clock() == 0, /*parse_special=*/true);
+}
+
+void Session::set_anchors_for_first_input(std::span<const int32_t> tokens, bool whole_input) {
+  if (clock() != 0) return;
+  // The system prompt (or, without one, the first turn up to its <turn|>) becomes Tier 1.
+  size_t anchors = std::min(tokens.size(), kMaxImplicitAnchors);
+  if (whole_input) {
+    anchors = tokens.size();
+  } else if (const auto close = std::find(tokens.begin(), tokens.end(), special_.turn_close); close != tokens.end()) {
+    anchors = static_cast<size_t>(close - tokens.begin()) + 1;
+  }
+  context_.ring().set_anchor_count(static_cast<uint32_t>(std::min<size_t>(anchors, kv::kMaxAnchors)));
+}
+
+void Session::close_open_turn() {
+  // Barge-in: the model's unfinished turn is closed before anything else enters the stream.
+  if (!turn_open_) return;
+  context_.ring().mark_span(kv::SpanType::TurnEnd);
+  feed(special_.turn_close);
+  turn_open_ = false;
+  in_thought_ = false;
+}
+
+bool Session::prefill(std::span<const int32_t> tokens, SessionEvents& events) {
+  StatusReport report{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())};
+  events.status(report);
+  for (size_t done = 0; done < tokens.size();) {
+    if (abort_) return false;
+    const size_t n = std::min(kPrefillChunk, tokens.size() - done);
+    context_.append(tokens.subspan(done, n), LogitsWanted::Last, logits_);
+    done += n;
+    report.active_slots = active_slots();
+    report.current = static_cast<uint32_t>(done);
+    events.status(report);
+  }
+  return true;
+}
+
+void Session::enter_turn_state_after(std::span<const int32_t> prefilled) {
+  // The last channel marker of what was prefilled decides where the model now writes.
+  for (auto it = prefilled.rbegin(); it != prefilled.rend(); ++it) {
+    if (*it == special_.channel_close) {
+      in_thought_ = false;
+      return;
+    }
+    if (*it == special_.channel_open) {
+      in_thought_ = true;
+      return;
+    }
+    if (*it == special_.turn_close) break;
+  }
+  in_thought_ = false;
+}
+
+void Session::input_text(std::string_view text, uint8_t flags, SessionEvents& events) {
+  const bool verbatim = (flags & kInputFlagRaw) != 0 || text.starts_with("<|turn>");
+  const std::string rendered =
+      verbatim ? std::string(text) : render_user_input(model_->config().arch, text, (flags & kInputFlagReason) != 0);
+  input_tokens(encode(rendered, /*bos_at_start=*/true), flags, events);
+}
+
+void Session::input_tokens(std::span<const int32_t> tokens, uint8_t flags, SessionEvents& events) {
+  for (int32_t token : tokens) {
+    if (token < 0 || token >= tokenizer_.n_vocab()) {
+      fail("token id {} is outside the vocabulary (0..{})", token, tokenizer_.n_vocab() - 1);
+    }
+  }
+  if (tokens.empty()) fail("the input has no tokens");
+  start_request();
+  if (!tokens.empty() && tokens.front() != special_.turn_close) close_open_turn();
+  set_anchors_for_first_input(tokens, /*whole_input=*/false);
+  context_.ring().mark_span(kv::SpanType::User);
+  if (!prefill(tokens, events)) {
+    events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::Aborted});
+    report_idle(events, 0.0f, 0);
+    return;
+  }
+  suppress_thinking_ = (flags & kInputFlagReason) == 0 || !special_.has_thinking();
+  enter_turn_state_after(tokens);
+  decode_burst(events);
+}
+
+void Session::set_system(std::string_view payload, SessionEvents& events) {
+  if (payload.empty()) return;
+  start_request();
+  const auto rendered = render_system_turn(model_->config().arch, payload);
+  const std::vector<int32_t> tokens = encode(rendered ? *rendered : payload, /*bos_at_start=*/true);
+  if (tokens.empty()) return;
+  close_open_turn();
+  set_anchors_for_first_input(tokens, /*whole_input=*/true);
+  context_.ring().mark_span(kv::SpanType::System);
+  prefill(tokens, events);
+  report_idle(events, 0.0f, 0);
+}
+
+void Session::tool_return(std::string_view name, std::string_view result, SessionEvents& events) {
+  start_request();
+  const std::vector<int32_t> tokens = encode(render_tool_response(name, result), /*bos_at_start=*/false);
+  context_.ring().mark_span(kv::SpanType::ToolResult);
+  if (!prefill(tokens, events)) {
+    events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::Aborted});
+    report_idle(events, 0.0f, 0);
+    return;
+  }
+  suppress_thinking_ = !special_.has_thinking();
+  enter_turn_state_after(tokens);
+  decode_burst(events);
+}
+
+void Session::resume(bool close_thought, SessionEvents& events) {
+  start_request();
+  // No elastic yield is ever pending in this engine yet: report the end of the turn, as the
+  // original does when there is nothing to resume.
+  (void)close_thought;
+  events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::EndOfTurn});
+  report_idle(events, 0.0f, 0);
+}
+
+void Session::report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens) {
+  events.status(StatusReport{EngineStatus::Idle, active_slots(), 0, tokens_per_second, tokens, tokens});
+}
+
+void Session::feed(int32_t token) {
+  context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits_);
+}
+
+int32_t Session::sample_next() {
+  std::vector<int32_t> masked = special_.never_sampled;
+  if (suppress_thinking_ && special_.channel_open >= 0) masked.push_back(special_.channel_open);
+  if (mask_channel_close_once_ && special_.channel_close >= 0) masked.push_back(special_.channel_close);
+  mask_channel_close_once_ = false;
+  return sampler_.sample(logits_.row(0), masked, recent_);
+}
+
+void Session::decode_burst(SessionEvents& events) {
+  turn_open_ = true;
+  recent_.clear();
+  uint32_t thinking = 0, response = 0;
+  const auto start = Clock::now();
+  const uint32_t status_total = config_.max_tokens + config_.thinking_budget;
+  StopReason reason = StopReason::EndOfTurn;
+  int32_t current = sample_next();
+
+  while (true) {
+    if (abort_) {
+      reason = StopReason::Aborted;
+      break;
+    }
+    if (current == special_.eos || current == special_.turn_close) {
+      feed(current);
+      turn_open_ = false;
+      in_thought_ = false;
+      reason = StopReason::EndOfTurn;
+      break;
+    }
+    if (current == special_.channel_open && (suppress_thinking_ || in_thought_)) {
+      current = special_.channel_close;  // a suppressed channel open becomes a channel close
+    }
+    if (current == special_.channel_open) {
+      // Into the thought channel: the header ("thought\n") is fed silently; the first token of
+      // the thought may not close it again.
+      in_thought_ = true;
+      thinking = 0;
+      context_.ring().mark_span(kv::SpanType::Thought);
+      feed(current);
+      current = sample_next();
+      for (int i = 0; i < kMaxThoughtHeaderTokens; ++i) {
+        if (current == special_.channel_close || current == special_.eos || current == special_.turn_close) break;
+        const bool newline = current == special_.newline || current == special_.paragraph;
+        feed(current);
+        mask_channel_close_once_ = newline;
+        current = sample_next();
+        if (newline) break;
+      }
+      continue;
+    }
+    if (current == special_.channel_close) {
+      // Out of the thought channel, for good: one thinking phase per turn.
+      in_thought_ = false;
+      suppress_thinking_ = true;
+      context_.ring().mark_span(kv::SpanType::ResponseSentence);
+      feed(current);
+      current = sample_next();
+      continue;
+    }
+    if (current == special_.tool_call_open) {
+      // A tool call: its body is collected silently up to <tool_call|>.
+      feed(current);
+      context_.ring().mark_span(kv::SpanType::ToolCall);
+      std::string text;
+      int32_t next = sample_next();
+      while (next != special_.tool_call_close && next != special_.turn_close && next != special_.eos &&
+             text.size() < kMaxToolCallBytes && !abort_) {
+        text += tokenizer_.token_text(next);
+        feed(next);
+        next = sample_next();
+      }
+      const size_t colon = text.find(':');
+      const size_t brace = text.find('{');
+      const std::string_view body(text);
+      const std::string_view name =
+          trim(body.substr(colon == std::string::npos ? 0 : colon + 1,
+                           brace == std::string::npos ? std::string::npos : brace - (colon == std::string::npos ? 0 : colon + 1)),
+               " \t\n\r\xe2\x96\x81");
+      const std::string_view arguments = brace == std::string::npos ? std::string_view("{}") : trim(body.substr(brace), " \t\n\r");
+      events.tool_call(name, arguments);
+      if (next == special_.tool_call_close) feed(next);
+      reason = StopReason::ToolCall;
+      break;
+    }
+    if (current == special_.turn_open || current == special_.think) {
+      feed(current);  // grammar tokens the model writes itself: kept, not streamed
+      current = sample_next();
+      continue;
+    }
+    if (in_thought_) {
+      ++thinking;
+    } else {
+      if (response >= config_.max_tokens) {
+        reason = StopReason::MaxTokens;
+        break;
+      }
+      ++response;
+    }
+    const std::string& piece = tokenizer_.token_text(current);
+    events.token(current, clock(), piece, in_thought_);
+    if ((thinking + response) % 8 == 0) {
+      const double ms = milliseconds_since(start);
+      events.status(StatusReport{EngineStatus::Generating, active_slots(), 0,
+                                 static_cast<float>((thinking + response) * 1000.0 / std::max(ms, 1.0)),
+                                 thinking + response, status_total});
+    }
+    feed(current);
+    recent_.push_back(current);
+    if (in_thought_ && special_.has_thinking() &&
+        ((thinking >= config_.thinking_budget && ends_a_sentence(piece)) || thinking >= config_.thinking_budget + 32)) {
+      // Thinking budget spent: the bridge text closes the thought and the answer follows.
+      for (int32_t bridge : encode(kBudgetBridge, /*bos_at_start=*/false)) {
+        events.token(bridge, clock(), tokenizer_.token_text(bridge), true);
+        feed(bridge);
+      }
+      in_thought_ = false;
+      suppress_thinking_ = true;
+      feed(special_.channel_close);
+    }
+    current = sample_next();
+  }
+
+  if (reason != StopReason::ElasticYield) context_.ring().mark_span(kv::SpanType::TurnEnd);
+  const uint32_t tokens = thinking + response;
+  const double ms = std::max(1.0, milliseconds_since(start));
+  const float rate = tokens <= 1 ? static_cast<float>(tokens) : static_cast<float>((tokens - 1) * 1000.0 / ms);
+  events.turn_complete(TurnSummary{tokens, static_cast<uint32_t>(ms), rate, reason});
+  report_idle(events, rate, tokens);
+}
+
+ProbeResult Session::probe(std::string_view prompt, const std::vector<std::string>& candidates,
+                           uint16_t max_decode_tokens, SessionEvents& events) {
+  const auto start = Clock::now();
+  ProbeFraming framing = ProbeFraming::Verbatim;
+  if (prompt.find("<|turn>") == std::string_view::npos && special_.has_thinking()) {
+    if (!turn_open_) {
+      framing = ProbeFraming::BetweenTurns;
+    } else if (in_thought_) {
+      framing = ProbeFraming::AfterThought;
+    }
+  }
+  const std::vector<int32_t> tokens = encode(render_probe(prompt, framing), /*bos_at_start=*/false);
+  std::vector<int32_t> candidate_tokens;
+  for (const std::string& candidate : candidates) {
+    const auto ids = encode(candidate, /*bos_at_start=*/false);
+    if (!ids.empty() && candidate_tokens.size() < 32) candidate_tokens.push_back(ids.front());
+  }
+  ProbeResult result;
+  if (tokens.empty()) return result;
+  if (tokens.size() + std::min<uint16_t>(max_decode_tokens, 16) > kv::kScratchSlots) {
+    fail("the probe needs {} tokens, more than the {} transient slots", tokens.size(), kv::kScratchSlots);
+  }
+
+  // Everything below is transient: the stream, the turn state and the last logits are
+  // restored exactly afterwards.
+  const Logits saved_logits = logits_;
+  const int64_t saved_clock = context_.begin_transient();
+  const bool discrete = max_decode_tokens <= 1 && !candidate_tokens.empty();
+  events.status(StatusReport{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())});
+  if (discrete) {
+    // Only the candidates' rows of the output projection are computed.
+    Logits candidate_logits;
+    context_.append(tokens, LogitsWanted::Candidates, candidate_logits, candidate_tokens);
+    const auto values = candidate_logits.row(0);
+    const float max_value = *std::max_element(values.begin(), values.end());
+    std::vector<double> p(values.size());
+    double total = 0.0;
+    for (size_t i = 0; i < values.size(); ++i) total += p[i] = std::exp(static_cast<double>(values[i]) - max_value);
+    size_t winner = 0;
+    double entropy = 0.0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      p[i] /= total;
+      if (p[i] > p[winner]) winner = i;
+      if (p[i] > 0.0) entropy -= p[i] * std::log(p[i]);
+    }
+    result.index = static_cast<uint16_t>(winner);
+    result.confidence = static_cast<float>(p[winner]);
+    result.entropy = static_cast<float>(entropy);
+  } else {
+    Logits logits;
+    context_.append(tokens, LogitsWanted::Last, logits);
+    std::vector<int32_t> masked = special_.never_sampled;
+    if (suppress_thinking_ && special_.channel_open >= 0) masked.push_back(special_.channel_open);
+    std::string text;
+    const SamplerOptions live = sampler_.options();
+    sampler_.set_options(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,
+                                        .min_p = live.min_p});  // the live sampler without penalties
+    for (int i = 0; i < std::min<int>(max_decode_tokens, 16); ++i) {
+      const int32_t token = sampler_.sample(logits.row(0), masked);
+      if (token == special_.turn_close || token == special_.channel_open || token == special_.channel_close ||
+          token == special_.newline || token == special_.paragraph || token == special_.eos) {
+        break;
+      }
+      text += tokenizer_.token_text(token);
+      if (text.size() >= 128 || i + 1 == std::min<int>(max_decode_tokens, 16)) break;
+      context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits);
+    }
+    sampler_.set_options(live);
+    text = std::string(trim(text, " \t\r\n\"'"));
+    result.text = std::string(trim(std::string_view(text).substr(0, text.find('\n')), " \t\r\n\"'"));
+  }
+  context_.rollback(saved_clock);
+  logits_ = saved_logits;
+  result.cost_ms = static_cast<float>(milliseconds_since(start));
+  return result;
+}
+
+}  // namespace channel

@@ -1,0 +1,100 @@
+// One engine session: a model, its token stream in the KV ring, and the turn state the engine
+// owns (whose turn it is, whether the model is inside a thought, what the sampler must mask).
+// Each public call is one client request; events report progress and output as it happens.
+// Behaviour follows the original Channel engine (reference: original-channel.md §1.5, §2).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/sampler.h"
+#include "engine/session_events.h"
+#include "engine/special_tokens.h"
+#include "engine/stream_context.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace channel {
+
+// OP_SET_CONFIG fields and the engine's defaults before any.
+struct SessionConfig {
+  uint32_t thinking_budget = 512;
+  uint32_t max_tokens = 128;  // response tokens per decode burst
+  SamplerOptions sampler{.temperature = 0.7f, .top_k = 64, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1.1f,
+                         .repeat_last_n = 64, .frequency_penalty = 0.1f, .presence_penalty = 0.1f, .seed = 0};
+  float quiescence_threshold = 0.0f;  // accepted and stored; this engine does not skip layers
+  bool thinking_gate = false;         // accepted and stored; unused, as in the original
+};
+
+inline constexpr uint8_t kInputFlagReason = 0x02;
+inline constexpr uint8_t kInputFlagRaw = 0x80;
+
+struct ProbeResult {
+  uint16_t index = 0;        // winning candidate (0 for generative probes)
+  float confidence = 0.0f;   // softmax probability of the winner among the candidates
+  float entropy = 0.0f;      // of that distribution, in nats
+  float cost_ms = 0.0f;
+  std::string text;          // generative probes: the decoded text
+};
+
+class Session {
+ public:
+  Session(std::shared_ptr<const Model> model, Backend& backend, SessionConfig config);
+
+  // OP_STREAM_INPUT. Throws channel::Error (state unchanged) for token ids outside the vocabulary.
+  void input_text(std::string_view text, uint8_t flags, SessionEvents& events);
+  void input_tokens(std::span<const int32_t> tokens, uint8_t flags, SessionEvents& events);
+  // OP_SET_SYSTEM: a JSON object renders a system turn with tools; other text goes in as is.
+  void set_system(std::string_view payload, SessionEvents& events);
+  // OP_TOOL_RETURN: the tool's result, inside the open model turn; decoding continues.
+  void tool_return(std::string_view name, std::string_view result, SessionEvents& events);
+  // OP_RESUME after an elastic yield (with nothing pending it just reports the end of turn).
+  void resume(bool close_thought, SessionEvents& events);
+  // OP_PROBE_AUTONOMIC: leaves no trace in the stream (rolled back exactly).
+  ProbeResult probe(std::string_view prompt, const std::vector<std::string>& candidates, uint16_t max_decode_tokens,
+                    SessionEvents& events);
+
+  // OP_ABORT: checked between prefill chunks and before every generated token.
+  std::atomic<bool>& abort_flag() { return abort_; }
+
+  SessionConfig& config() { return config_; }
+  int64_t clock() const { return context_.clock(); }
+  uint16_t active_slots() const;
+  const Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+
+ private:
+  void start_request();
+  std::vector<int32_t> encode(std::string_view text, bool bos_at_start) const;
+  void set_anchors_for_first_input(std::span<const int32_t> tokens, bool whole_input);
+  void close_open_turn();
+  bool prefill(std::span<const int32_t> tokens, SessionEvents& events);
+  void enter_turn_state_after(std::span<const int32_t> prefilled);
+  void decode_burst(SessionEvents& events);
+  void feed(int32_t token);
+  int32_t sample_next();
+  void report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens);
+
+  std::shared_ptr<const Model> model_;
+  Tokenizer tokenizer_;
+  SpecialTokens special_;
+  SessionConfig config_;
+  StreamContext context_;
+  Sampler sampler_;
+  Logits logits_;                // logits after the last fed token
+  std::vector<int32_t> recent_;  // tokens generated in this burst (penalty window)
+  std::atomic<bool> abort_{false};
+
+  bool turn_open_ = false;             // the model's turn has begun and not ended
+  bool in_thought_ = false;            // inside <|channel>thought ... <channel|>
+  bool suppress_thinking_ = true;      // <|channel> may not be sampled
+  bool mask_channel_close_once_ = false;  // first token of a thought may not close it
+};
+
+}  // namespace channel

@@ -1,0 +1,124 @@
+// The session on a synthesized Gemma 4 model with the real vocabulary: event order, limits,
+// abort, bad input, and probes that leave no trace.
+#include "engine/session.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "peer_vocab.h"
+#include "test_models.h"
+
+namespace channel {
+namespace {
+
+using testing::TempDir;
+
+struct Recorder : SessionEvents {
+  std::vector<int32_t> tokens;
+  std::vector<EngineStatus> statuses;
+  std::vector<TurnSummary> turns;
+  std::vector<std::pair<std::string, std::string>> tool_calls;
+  std::atomic<bool>* abort_after_first_token = nullptr;
+
+  void token(int32_t id, int64_t, std::string_view, bool) override {
+    tokens.push_back(id);
+    if (abort_after_first_token) *abort_after_first_token = true;
+  }
+  void status(const StatusReport& report) override { statuses.push_back(report.status); }
+  void turn_complete(const TurnSummary& summary) override { turns.push_back(summary); }
+  void tool_call(std::string_view name, std::string_view arguments) override {
+    tool_calls.emplace_back(std::string(name), std::string(arguments));
+  }
+};
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto vocab = testing::peer_gemma4_vocab();
+    if (!vocab) GTEST_SKIP() << "llama.cpp peer not installed (scripts/install-peer.sh)";
+    SynthOptions o = default_synth_options(ModelArch::Gemma4);
+    o.n_layer = 2;
+    o.sliding_period = 2;
+    o.n_embd = 64;
+    o.n_ff = 64;
+    o.vocab_path = vocab->string();
+    model_ = Model::load(testing::synthesize(dir_, o, "m.gguf"));
+  }
+
+  std::unique_ptr<Session> make_session(uint32_t max_tokens) {
+    backends_.push_back(std::make_unique<cpu::CpuBackend>(model_, 2));
+    SessionConfig config;
+    config.max_tokens = max_tokens;
+    config.sampler.temperature = 0.0f;  // greedy: reproducible turns
+    return std::make_unique<Session>(model_, *backends_.back(), config);
+  }
+
+  TempDir dir_;
+  std::shared_ptr<const Model> model_;
+  std::vector<std::unique_ptr<cpu::CpuBackend>> backends_;
+};
+
+TEST_F(SessionTest, TurnReportsProgressTokensAndCompletion) {
+  auto session = make_session(12);
+  Recorder events;
+  session->input_text("Hello there", 0, events);
+  ASSERT_FALSE(events.statuses.empty());
+  EXPECT_EQ(events.statuses.front(), EngineStatus::Encoding);
+  EXPECT_EQ(events.statuses.back(), EngineStatus::Idle);
+  ASSERT_EQ(events.turns.size(), 1u);
+  const TurnSummary& turn = events.turns[0];
+  EXPECT_LE(events.tokens.size(), 12u);
+  EXPECT_TRUE(turn.reason == StopReason::MaxTokens || turn.reason == StopReason::EndOfTurn ||
+              turn.reason == StopReason::ToolCall);
+  if (turn.reason == StopReason::MaxTokens) EXPECT_EQ(events.tokens.size(), 12u);
+  // The template's grammar tokens never reach the client.
+  const SpecialTokens special = SpecialTokens::find(session->tokenizer(), ModelArch::Gemma4);
+  for (int32_t t : events.tokens) {
+    EXPECT_NE(t, special.channel_open);
+    EXPECT_NE(t, special.channel_close);
+    EXPECT_NE(t, special.turn_close);
+  }
+}
+
+TEST_F(SessionTest, AbortStopsDecodingWithinOneToken) {
+  auto session = make_session(100);
+  Recorder events;
+  events.abort_after_first_token = &session->abort_flag();
+  session->input_text("Tell me a long story", 0, events);
+  ASSERT_EQ(events.turns.size(), 1u);
+  EXPECT_EQ(events.turns[0].reason, StopReason::Aborted);
+  EXPECT_EQ(events.tokens.size(), 1u);
+}
+
+TEST_F(SessionTest, BadTokenIdsAreRefusedAndChangeNothing) {
+  auto session = make_session(4);
+  Recorder events;
+  const std::vector<int32_t> bad = {2, 1 << 24};
+  EXPECT_THROW(session->input_tokens(bad, 0, events), Error);
+  EXPECT_EQ(session->clock(), 0);
+  EXPECT_TRUE(events.statuses.empty());
+}
+
+TEST_F(SessionTest, ProbesLeaveNoTrace) {
+  // Two sessions see the same turns; one runs probes in between. Greedy output must match.
+  auto plain = make_session(10);
+  auto probed = make_session(10);
+  Recorder plain_events, probed_events, probe_events;
+  plain->input_text("First question", 0, plain_events);
+  probed->input_text("First question", 0, probed_events);
+  const ProbeResult discrete = probed->probe("Answer now?", {"0", "1"}, 1, probe_events);
+  EXPECT_LT(discrete.index, 2);
+  EXPECT_GT(discrete.confidence, 0.0f);
+  EXPECT_GE(discrete.entropy, 0.0f);
+  EXPECT_LE(discrete.entropy, std::log(2.0f) + 1e-6f);
+  EXPECT_GT(discrete.cost_ms, 0.0f);
+  probed->probe("Say something", {}, 8, probe_events);
+  plain->input_text("Second question", 0, plain_events);
+  probed->input_text("Second question", 0, probed_events);
+  EXPECT_EQ(plain->clock(), probed->clock());
+  EXPECT_EQ(plain_events.tokens, probed_events.tokens);
+}
+
+}  // namespace
+}  // namespace channel
