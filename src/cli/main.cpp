@@ -9,15 +9,21 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Channel: a Gemma inference engine (Gemma 3 and Gemma 4 GGUF models on the CPU)", "channel"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   app.set_version_flag("--version", "channel 0.1.0");
   channel::cli::register_run_command(app);
   channel::cli::register_eval_command(app);
   channel::cli::register_tokenize_command(app);
   channel::cli::register_model_commands(app);
+  channel::cli::register_serve_command(app);
   channel::cli::register_kv_commands(app);
   try {
     app.parse(argc, argv);
+    if (app.get_subcommands().empty()) {
+      // Neither a command nor --serve (which exits from its own callback).
+      fmt::print(stderr, "{}", app.help());
+      return 1;
+    }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const channel::Error& e) {

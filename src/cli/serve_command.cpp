@@ -1,0 +1,101 @@
+// `channel serve --model M` and the original engine's spelling `channel --model M --serve`:
+// the binary wire protocol on stdin/stdout (logs on stderr).
+#include <fmt/format.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "engine/session.h"
+#include "server/server.h"
+
+namespace channel::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model_path;
+  bool serve = false;  // the top-level --serve flag
+  int threads = 1;
+  uint32_t max_tokens = 128;
+  uint64_t seed = 0;
+  // Accepted for compatibility with the original engine's command line.
+  bool gpu = false, q4 = false, q8 = false, no_memory = false, quiescence = false;
+  std::string quant, memory;
+  int anchors = 32, window = 512, recall = 96, mem_capacity = 64;
+  float quiescence_threshold = 0.0f;
+};
+
+void warn_unsupported(const ServeOptions& o, const CLI::App& app) {
+  const auto given = [&app](const char* name) { return app.count(name) > 0; };
+  if (o.gpu || o.q4 || o.q8 || given("--quant")) {
+    fmt::print(stderr, "channel: warning: this build runs on the CPU; --gpu/--q4/--q8/--quant are accepted and ignored "
+                       "(weights are used in the GGUF's own types)\n");
+  }
+  if (given("--window") || given("--recall")) {
+    fmt::print(stderr, "channel: warning: --window and --recall are ignored (the geometry is fixed: 4096 slots, 128 recall), "
+                       "as in the original engine\n");
+  }
+  if (given("--anchors")) {
+    fmt::print(stderr, "channel: warning: --anchors is ignored: the first system prompt or input sets the anchors\n");
+  }
+  if (given("--memory") || given("--mem-capacity") || o.no_memory) {
+    fmt::print(stderr, "channel: warning: episodic memory is not built yet; memory options are ignored and memory "
+                       "requests answer 'no result'\n");
+  }
+  if (o.quiescence || given("--quiescence-threshold")) {
+    fmt::print(stderr, "channel: warning: quiescence gating is not built; all layers always run\n");
+  }
+}
+
+void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
+  auto* model = app.add_option("-m,--model", o.model_path, "GGUF model file")->check(CLI::ExistingFile);
+  if (model_required) model->required();
+  app.add_option("-n,--max-tokens", o.max_tokens, "response tokens per decode burst (OP_SET_CONFIG can change it)")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "sampler seed")->capture_default_str();
+  add_threads_option(app, o.threads);
+  app.add_flag("--gpu", o.gpu, "accepted for compatibility; this build runs on the CPU");
+  app.add_flag("--q4,--mixed,--q4-mixed", o.q4, "accepted for compatibility (weights keep their GGUF types)");
+  app.add_flag("--q8", o.q8, "accepted for compatibility (weights keep their GGUF types)");
+  app.add_option("--quant", o.quant, "accepted for compatibility (weights keep their GGUF types)");
+  app.add_option("--anchors", o.anchors, "accepted for compatibility; the first input sets the anchors");
+  app.add_option("--window", o.window, "accepted and ignored, as in the original");
+  app.add_option("--recall", o.recall, "accepted and ignored, as in the original");
+  app.add_option("--memory,--storage", o.memory, "episodic memory store (not built yet: ignored)")->expected(0, 1);
+  app.add_option("--mem-capacity,--memory-capacity", o.mem_capacity, "episodic memory capacity (not built yet: ignored)");
+  app.add_flag("--no-memory", o.no_memory, "disable episodic memory (it is not built yet)");
+  app.add_flag("--quiescence", o.quiescence, "accepted; quiescence gating is not built");
+  app.add_option("--quiescence-threshold", o.quiescence_threshold, "accepted; quiescence gating is not built");
+}
+
+int run_serve(const ServeOptions& o, const CLI::App& app) {
+  if (o.model_path.empty()) fail("--serve needs --model M");
+  warn_unsupported(o, app);
+  auto model = load_model_verbose(o.model_path);
+  cpu::CpuBackend backend(model, o.threads);
+  SessionConfig config;
+  config.max_tokens = o.max_tokens;
+  config.sampler.seed = o.seed;
+  Session session(model, backend, config);
+  fmt::print(stderr, "serving on stdin/stdout\n");
+  return server::serve(session, server::ServerOptions{});
+}
+
+}  // namespace
+
+void register_serve_command(CLI::App& app) {
+  // The original's spelling: options on the top level plus --serve.
+  auto top = std::make_shared<ServeOptions>();
+  add_serve_options(app, *top, /*model_required=*/false);
+  app.add_flag("--serve", top->serve, "serve the binary protocol on stdin/stdout (same as `channel serve`)");
+  app.final_callback([top, &app] {
+    if (top->serve && app.get_subcommands().empty()) std::exit(run_serve(*top, app));
+  });
+
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* serve = app.add_subcommand("serve", "Serve the original Channel wire protocol on stdin/stdout");
+  add_serve_options(*serve, *o, /*model_required=*/true);
+  serve->callback([o, serve] { std::exit(run_serve(*o, *serve)); });
+}
+
+}  // namespace channel::cli

@@ -1,0 +1,228 @@
+#include "server/server.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <variant>
+
+#include "core/error.h"
+#include "protocol/frame_reader.h"
+#include "protocol/inbound.h"
+#include "protocol/outbound.h"
+#include "server/frame_writer.h"
+
+namespace channel::server {
+namespace {
+
+namespace p = channel::protocol;
+
+// What the reader hands the main loop: a frame, or a stretch of input that was not one.
+struct InboundItem {
+  std::variant<p::Frame, p::FrameError> content;
+};
+
+class InboundQueue {
+ public:
+  void push(InboundItem item) {
+    {
+      std::lock_guard lock(mutex_);
+      items_.push_back(std::move(item));
+    }
+    ready_.notify_one();
+  }
+  // No more items; `drop_pending` also forgets the queued ones (the host is gone).
+  void close(bool drop_pending) {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+      if (drop_pending) items_.clear();
+    }
+    ready_.notify_one();
+  }
+  // Waits for the next item; nullopt once closed and empty.
+  std::optional<InboundItem> pop() {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [this] { return closed_ || !items_.empty(); });
+    if (items_.empty()) return std::nullopt;
+    InboundItem item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<InboundItem> items_;
+  bool closed_ = false;
+};
+
+// Session events become frames tagged with the msg_id of the request that caused them.
+class FrameEvents final : public SessionEvents {
+ public:
+  FrameEvents(FrameWriter& writer, uint16_t msg_id, bool is_gpu) : writer_(writer), msg_id_(msg_id), is_gpu_(is_gpu) {}
+
+  void send(const p::OutboundMessage& message) { writer_.send(p::encode_frame(msg_id_, message)); }
+
+  void token(int32_t id, int64_t clock, std::string_view piece, bool thought) override {
+    p::StreamToken frame;
+    frame.kind = thought ? p::StreamKind::Thought : p::StreamKind::Content;
+    frame.token_id = static_cast<uint32_t>(id);
+    frame.clock = static_cast<uint64_t>(clock);
+    frame.text = std::string(piece.substr(0, UINT16_MAX));
+    send(frame);
+  }
+  void status(const StatusReport& report) override {
+    send(p::Status{static_cast<p::EngineStatus>(report.status), is_gpu_, report.active_slots, 0, report.flags,
+                   report.tokens_per_second, report.current, report.total});
+  }
+  void turn_complete(const TurnSummary& summary) override {
+    send(p::TurnComplete{summary.tokens, summary.elapsed_ms, summary.tokens_per_second,
+                         static_cast<p::StopReason>(summary.reason)});
+  }
+  void tool_call(std::string_view name, std::string_view arguments) override {
+    send(p::ToolCall{1, std::string(name), std::string(arguments)});
+  }
+
+ private:
+  FrameWriter& writer_;
+  uint16_t msg_id_;
+  bool is_gpu_;
+};
+
+void apply_config(const p::SetConfig& c, SessionConfig& config) {
+  // Partial payloads: the decoder leaves the fields the payload did not reach unset.
+  config.thinking_budget = c.thinking_budget;
+  config.sampler.temperature = c.temperature;
+  config.sampler.top_p = c.top_p;
+  config.quiescence_threshold = c.quiescence_threshold;
+  config.max_tokens = c.max_tokens;
+  if (c.min_p) config.sampler.min_p = *c.min_p;
+  if (c.repeat_penalty) config.sampler.repeat_penalty = *c.repeat_penalty;
+  if (c.repeat_last_n) config.sampler.repeat_last_n = static_cast<int>(std::min<uint32_t>(*c.repeat_last_n, 1 << 20));
+  if (c.frequency_penalty) config.sampler.frequency_penalty = *c.frequency_penalty;
+  if (c.presence_penalty) config.sampler.presence_penalty = *c.presence_penalty;
+  if (c.thinking_gate) config.thinking_gate = *c.thinking_gate;
+}
+
+// Runs one decoded request. Returns false for OP_SHUTDOWN.
+bool dispatch(Session& session, const p::InboundMessage& message, FrameEvents& events) {
+  return std::visit(
+      [&](const auto& m) -> bool {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, p::StreamInput>) {
+          if (m.mode == p::MODE_TEXT) {
+            session.input_text(m.text, m.flags, events);
+          } else {
+            const std::vector<int32_t> tokens(m.tokens.begin(), m.tokens.end());
+            session.input_tokens(tokens, m.flags, events);
+          }
+        } else if constexpr (std::is_same_v<T, p::SetConfig>) {
+          apply_config(m, session.config());
+        } else if constexpr (std::is_same_v<T, p::ToolReturn>) {
+          session.tool_return(m.name, m.result, events);
+        } else if constexpr (std::is_same_v<T, p::SetSystem>) {
+          session.set_system(m.text, events);
+        } else if constexpr (std::is_same_v<T, p::Resume>) {
+          session.resume(m.action == p::RESUME_ACTION_CLOSE_THOUGHT, events);
+        } else if constexpr (std::is_same_v<T, p::ProbeAutonomic>) {
+          const ProbeResult r = session.probe(m.prompt, m.candidates, m.max_decode_tokens, events);
+          events.send(p::AutonomicResult{r.index, r.confidence, r.entropy, r.cost_ms, r.text});
+        } else if constexpr (std::is_same_v<T, p::MemQuery>) {
+          // Episodic memory is not built yet: "no result", as the original answers without memory.
+          events.send(p::MemResponse{p::MEM_STATUS_NO_MATCH, 0, 0, {}});
+        } else if constexpr (std::is_same_v<T, p::SnapshotSave> || std::is_same_v<T, p::SnapshotLoad>) {
+          events.send(p::ErrorMessage{"snapshots are not supported by this build yet"});
+        } else if constexpr (std::is_same_v<T, p::Ping>) {
+          events.send(p::Pong{});
+        } else if constexpr (std::is_same_v<T, p::Shutdown>) {
+          return false;
+        }
+        // OP_ABORT is handled by the reader; OP_MEM_COMMIT has nothing to commit yet.
+        return true;
+      },
+      message);
+}
+
+void read_input(int fd, Session& session, InboundQueue& queue) {
+  p::FrameReader reader;
+  std::vector<uint8_t> buffer(64 * 1024);
+  bool shutting_down = false;
+  while (!shutting_down) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reader.push(std::span(buffer.data(), static_cast<size_t>(n)));
+    while (auto result = reader.pop()) {
+      if (auto* frame = std::get_if<p::Frame>(&*result)) {
+        if (frame->header.opcode == p::OP_ABORT) {
+          session.abort_flag() = true;  // out of band: stops the running request within a token
+          continue;
+        }
+        shutting_down = frame->header.opcode == p::OP_SHUTDOWN;
+        queue.push(InboundItem{std::move(*frame)});
+        if (shutting_down) break;
+      } else {
+        queue.push(InboundItem{std::get<p::FrameError>(std::move(*result))});
+      }
+    }
+  }
+  // EOF (or a read error): the host is gone. Abort what runs, drop what waits, exit promptly.
+  // After OP_SHUTDOWN the requests queued before it still run, as in the original.
+  if (!shutting_down) session.abort_flag() = true;
+  queue.close(/*drop_pending=*/!shutting_down);
+}
+
+}  // namespace
+
+int serve(Session& session, const ServerOptions& options) {
+  FrameWriter writer(options.output_fd);
+  InboundQueue queue;
+  // Ready: one unsolicited idle status with msg_id 0.
+  FrameEvents(writer, 0, options.is_gpu).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
+  std::atomic<bool> reader_done{false};
+  std::thread reader([&] {
+    read_input(options.input_fd, session, queue);
+    reader_done = true;
+  });
+
+  bool running = true;
+  while (running) {
+    std::optional<InboundItem> item = queue.pop();
+    if (!item) break;
+    if (auto* error = std::get_if<p::FrameError>(&item->content)) {
+      FrameEvents(writer, error->msg_id, options.is_gpu).send(p::ErrorMessage{error->reason});
+      continue;
+    }
+    const p::Frame& frame = std::get<p::Frame>(item->content);
+    FrameEvents events(writer, frame.header.msg_id, options.is_gpu);
+    const auto decoded = p::decode_inbound(frame.header.opcode, frame.payload,
+                                           static_cast<uint32_t>(session.tokenizer().n_vocab()));
+    if (!decoded.ok()) {
+      events.send(p::ErrorMessage{decoded.error().reason});
+      continue;
+    }
+    try {
+      running = dispatch(session, decoded.value(), events);
+    } catch (const Error& e) {
+      events.send(p::ErrorMessage{e.what()});
+    }
+    if (writer.failed()) break;  // nobody is listening any more
+  }
+  // The reader stops by itself at EOF or OP_SHUTDOWN; if the loop ended because the output went
+  // away, it may still be blocked in read(): leave it, the process is about to exit.
+  if (reader_done) {
+    reader.join();
+  } else {
+    reader.detach();
+  }
+  return 0;
+}
+
+}  // namespace channel::server

@@ -1,0 +1,23 @@
+// `channel --serve`: the original Channel wire protocol on stdin/stdout. Three threads: a
+// reader that cuts the input into frames (handling OP_ABORT at once, out of band), the main
+// loop that runs one request at a time on the session, and a writer (FrameWriter).
+//
+// Every malformed frame is answered with OP_ERROR carrying its msg_id and a reason, and the
+// session stays as it was; the engine then keeps serving. EOF on stdin or OP_SHUTDOWN ends the
+// loop: the current request is aborted and the process exits with code 0.
+#pragma once
+
+#include "engine/session.h"
+
+namespace channel::server {
+
+struct ServerOptions {
+  int input_fd = 0;
+  int output_fd = 1;
+  bool is_gpu = false;
+};
+
+// Serves until EOF or OP_SHUTDOWN; returns the process exit code.
+int serve(Session& session, const ServerOptions& options);
+
+}  // namespace channel::server
