@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "engine/turn_grammar.h"
@@ -47,7 +48,10 @@ Session::Session(std::shared_ptr<const Model> model, Backend& backend, SessionCo
       special_(SpecialTokens::find(tokenizer_, model_->config().arch)),
       config_(config),
       context_(backend, model_->config()),
-      sampler_(config.sampler) {}
+      sampler_(config.sampler),
+      period_(tokenizer_.find_token(".")),
+      question_(tokenizer_.find_token("?")),
+      exclamation_(tokenizer_.find_token("!")) {}
 
 uint16_t Session::active_slots() const {
   return static_cast<uint16_t>(std::min<size_t>(context_.ring().global_view().size(), UINT16_MAX));
@@ -129,6 +133,7 @@ void Session::input_tokens(std::span<const int32_t> tokens, uint8_t flags, Sessi
   }
   if (tokens.empty()) fail("the input has no tokens");
   start_request();
+  pending_yield_.reset();  // a barge-in drops the token held at a yield
   if (!tokens.empty() && tokens.front() != special_.turn_close) close_open_turn();
   set_anchors_for_first_input(tokens, /*whole_input=*/false);
   context_.ring().mark_span(kv::SpanType::User);
@@ -157,6 +162,7 @@ void Session::set_system(std::string_view payload, SessionEvents& events) {
 
 void Session::tool_return(std::string_view name, std::string_view result, SessionEvents& events) {
   start_request();
+  pending_yield_.reset();
   const std::vector<int32_t> tokens = encode(render_tool_response(name, result), /*bos_at_start=*/false);
   context_.ring().mark_span(kv::SpanType::ToolResult);
   if (!prefill(tokens, events)) {
@@ -171,11 +177,23 @@ void Session::tool_return(std::string_view name, std::string_view result, Sessio
 
 void Session::resume(bool close_thought, SessionEvents& events) {
   start_request();
-  // No elastic yield is ever pending in this engine yet: report the end of the turn, as the
-  // original does when there is nothing to resume.
-  (void)close_thought;
-  events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::EndOfTurn});
-  report_idle(events, 0.0f, 0);
+  if (!pending_yield_) {
+    events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::EndOfTurn});
+    report_idle(events, 0.0f, 0);
+    return;
+  }
+  int32_t token = *pending_yield_;
+  pending_yield_.reset();
+  if (close_thought && in_thought_) {
+    // The held token never enters the stream: the thought is closed in its place.
+    in_thought_ = false;
+    suppress_thinking_ = true;
+    context_.ring().mark_span(kv::SpanType::ResponseSentence);
+    token = special_.channel_close;
+  } else {
+    suppress_thinking_ = !in_thought_;
+  }
+  decode_burst(events, token);
 }
 
 void Session::report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens) {
@@ -194,9 +212,36 @@ int32_t Session::sample_next() {
   return sampler_.sample(logits_.row(0), masked, recent_);
 }
 
-void Session::decode_burst(SessionEvents& events) {
+Boundary Session::boundary_after(int32_t token, std::string_view piece) const {
+  const auto ends_sentence = [this](int32_t t) { return t == period_ || t == question_ || t == exclamation_; };
+  Boundary b;
+  b.paragraph = token == special_.paragraph || piece.ends_with("\n\n");
+  b.sentence_newline =
+      (token == special_.newline && (previous_ == special_.paragraph || ends_sentence(previous_) ||
+                                     ends_sentence(before_previous_))) ||
+      piece.ends_with(".\n") || piece.ends_with("?\n") || piece.ends_with("!\n");
+  return b;
+}
+
+float Session::top_two_margin() const {
+  float first = -std::numeric_limits<float>::infinity(), second = first;
+  for (float v : logits_.row(0)) {
+    if (v > first) {
+      second = first;
+      first = v;
+    } else if (v > second) {
+      second = v;
+    }
+  }
+  return first - second;
+}
+
+void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_token) {
   turn_open_ = true;
   recent_.clear();
+  syntax_.reset();
+  previous_ = before_previous_ = -1;
+  if (resume_token) feed(*resume_token);
   uint32_t thinking = 0, response = 0;
   const auto start = Clock::now();
   const uint32_t status_total = config_.max_tokens + config_.thinking_budget;
@@ -286,6 +331,21 @@ void Session::decode_burst(SessionEvents& events) {
     }
     const std::string& piece = tokenizer_.token_text(current);
     events.token(current, clock(), piece, in_thought_);
+    syntax_.feed(piece);
+    if (syntax_.at_rest()) {
+      const Boundary boundary = boundary_after(current, piece);
+      const bool at_boundary = boundary.paragraph || boundary.sentence_newline;
+      if (at_boundary && should_yield(in_thought_, in_thought_ ? thinking : response, boundary,
+                                      in_thought_ ? 0.0f : top_two_margin())) {
+        // Hold the token (streamed, not fed) until OP_RESUME or new input.
+        pending_yield_ = current;
+        if (!in_thought_) context_.ring().mark_span(kv::SpanType::ResponseSentence);
+        reason = StopReason::ElasticYield;
+        break;
+      }
+    }
+    before_previous_ = previous_;
+    previous_ = current;
     if ((thinking + response) % 8 == 0) {
       const double ms = milliseconds_since(start);
       events.status(StatusReport{EngineStatus::Generating, active_slots(), 0,

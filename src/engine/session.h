@@ -7,12 +7,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/elastic_yield.h"
 #include "engine/sampler.h"
 #include "engine/session_events.h"
 #include "engine/special_tokens.h"
@@ -54,7 +56,8 @@ class Session {
   void set_system(std::string_view payload, SessionEvents& events);
   // OP_TOOL_RETURN: the tool's result, inside the open model turn; decoding continues.
   void tool_return(std::string_view name, std::string_view result, SessionEvents& events);
-  // OP_RESUME after an elastic yield (with nothing pending it just reports the end of turn).
+  // OP_RESUME after an elastic yield: continue, or (close_thought, in a thought) close the
+  // thought instead of keeping the held token. With nothing pending it reports the end of turn.
   void resume(bool close_thought, SessionEvents& events);
   // OP_PROBE_AUTONOMIC: leaves no trace in the stream (rolled back exactly).
   ProbeResult probe(std::string_view prompt, const std::vector<std::string>& candidates, uint16_t max_decode_tokens,
@@ -76,7 +79,10 @@ class Session {
   void close_open_turn();
   bool prefill(std::span<const int32_t> tokens, SessionEvents& events);
   void enter_turn_state_after(std::span<const int32_t> prefilled);
-  void decode_burst(SessionEvents& events);
+  // `resume_token`: a token already streamed to the client that must be fed first (resume).
+  void decode_burst(SessionEvents& events, std::optional<int32_t> resume_token = std::nullopt);
+  Boundary boundary_after(int32_t token, std::string_view piece) const;
+  float top_two_margin() const;
   void feed(int32_t token);
   int32_t sample_next();
   void report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens);
@@ -95,6 +101,10 @@ class Session {
   bool in_thought_ = false;            // inside <|channel>thought ... <channel|>
   bool suppress_thinking_ = true;      // <|channel> may not be sampled
   bool mask_channel_close_once_ = false;  // first token of a thought may not close it
+  std::optional<int32_t> pending_yield_;  // streamed at an elastic yield, not yet fed
+  SyntaxTracker syntax_;                   // of the current burst's text
+  int32_t previous_ = -1, before_previous_ = -1;  // last streamed tokens of the burst
+  int32_t period_ = -1, question_ = -1, exclamation_ = -1;
 };
 
 }  // namespace channel
