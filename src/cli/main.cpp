@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", "channel 0.1.0");
   channel::cli::register_run_command(app);
+  channel::cli::register_chat_command(app);
   channel::cli::register_eval_command(app);
   channel::cli::register_tokenize_command(app);
   channel::cli::register_model_commands(app);
