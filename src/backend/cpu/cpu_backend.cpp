@@ -178,40 +178,38 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
     }
   });
 
-  // Attention of every (token, head) over the view, masked by position.
+  // Attention of every (token, head) over the view, masked by position. The listed slots and
+  // the visible position range of each token are the only per-call data (kept across calls).
+  std::vector<uint32_t>& listed = view_list_;
+  std::vector<int32_t>& min_position = min_position_;
+  std::vector<int32_t>& max_position = max_position_;
+  listed.clear();
+  view_slots.for_each([&](uint32_t slot) { listed.push_back(slot); });
+  min_position.resize(static_cast<size_t>(n_tokens));
+  max_position.resize(static_cast<size_t>(n_tokens));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    max_position[t] = batch.positions[t];
+    min_position[t] = lc.sliding ? batch.positions[t] - config.sliding_window + 1 : 0;
+  }
   resize(attn_, n_tokens * q_width);
-  const int group = lc.n_head / lc.n_head_kv;
-  const bool f32_accumulation = n_tokens >= kF32AttentionMinQueries;
-  pool_.parallel_for(n_tokens * lc.n_head, [&](int64_t begin, int64_t end) {
-    std::vector<const uint16_t*> keys, values;
-    std::vector<float> scores(view_slots.size());
-    std::vector<uint16_t> f16_scratch(2 * static_cast<size_t>(head_dim));
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item / lc.n_head;
-      const int h = static_cast<int>(item % lc.n_head);
-      const int64_t kv_offset = int64_t{h / group} * head_dim;
-      const int32_t query_position = batch.positions[t];
-      keys.clear();
-      values.clear();
-      view_slots.for_each([&](uint32_t slot) {
-        const int32_t key_position = slot_position_[slot];
-        const bool visible = key_position >= 0 && key_position <= query_position &&
-                             (!lc.sliding || query_position - key_position < config.sliding_window);
-        if (!visible) return;
-        keys.push_back(cache.k.data() + static_cast<size_t>(slot) * kv_width + kv_offset);
-        values.push_back(cache.v.data() + static_cast<size_t>(slot) * kv_width + kv_offset);
-      });
-      const AttentionInputs inputs{
-          std::span<const float>(q_.data() + t * q_width + int64_t{h} * head_dim, static_cast<size_t>(head_dim)), keys,
-          values};
-      float* out = attn_.data() + t * q_width + int64_t{h} * head_dim;
-      if (f32_accumulation) {
-        attend_f32(inputs, out, scores);
-      } else {
-        attend_f16_accumulate(inputs, out, f16_scratch);
-      }
-    }
-  });
+  AttentionProblem problem;
+  problem.head_dim = head_dim;
+  problem.n_head = lc.n_head;
+  problem.n_head_kv = lc.n_head_kv;
+  problem.n_tokens = n_tokens;
+  problem.q = q_.data();
+  problem.out = attn_.data();
+  problem.min_position = min_position;
+  problem.max_position = max_position;
+  problem.k = cache.k.data();
+  problem.v = cache.v.data();
+  problem.kv_stride = static_cast<size_t>(kv_width);
+  problem.slots = listed;
+  problem.slot_positions = slot_position_;
+  // On a fresh stream a key's llama.cpp KV cell is its position (see attention.h).
+  problem.first_cell = listed.empty() ? 0 : std::max(0, slot_position_[listed.front()]);
+  problem.kv_split_threads = default_kv_split_threads();
+  attend(problem, pool_);
 
   resize(proj_, n_tokens * n_embd);
   matmul(w.wo, attn_.data(), n_tokens, proj_.data(), pool_);

@@ -47,6 +47,9 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> slot_position_;  // RoPE position of each slot's key, -1 when empty
   std::vector<int64_t> slot_moved_by_;  // positions rotate_keys moved a slot since it was written
 
+  // Attention inputs rebuilt per layer: the view as one list, each token's visible positions.
+  std::vector<uint32_t> view_list_;
+  std::vector<int32_t> min_position_, max_position_;
   // Activations for the current batch, [n_tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
 };

@@ -41,8 +41,9 @@ void RopeTable::apply(float* head) const {
   for (int i = 0; i < half; ++i) {
     const float x0 = head[i];
     const float x1 = head[i + half];
-    head[i] = x0 * cos_[i] - x1 * sin_[i];
-    head[i + half] = x0 * sin_[i] + x1 * cos_[i];
+    // Fused as ggml's CPU RoPE computes it, so rotated keys match the peer's bit for bit.
+    head[i] = std::fma(x0, cos_[i], -(x1 * sin_[i]));
+    head[i + half] = std::fma(x0, sin_[i], x1 * cos_[i]);
   }
 }
 
