@@ -34,6 +34,24 @@ struct AttentionView {
 
 enum class LogitsWanted { None, Last, All, Candidates };
 
+// The KV of some slots, as a backend exports and re-imports it (snapshots). Keys are kept as
+// first written, with how far rotate_keys has moved each one since: the backend derives the
+// current key from these exactly as rotate_keys does, so a restored key is bit-identical and
+// later moves still start from the written key. Entries follow `slots`; each layer's arrays are
+// [slots.size()][n_head_kv * head_dim] f16 bit patterns.
+struct KvBlob {
+  struct Layer {
+    std::vector<uint16_t> k_as_written;
+    std::vector<uint16_t> v;
+    bool operator==(const Layer&) const = default;
+  };
+  std::vector<uint32_t> slots;
+  std::vector<int32_t> positions;  // RoPE position of each slot's key now
+  std::vector<int64_t> moved_by;   // positions rotate_keys moved each key since it was written
+  std::vector<Layer> layers;
+  bool operator==(const KvBlob&) const = default;
+};
+
 // Logits as a row-major [n_rows][n_cols] matrix: n_cols is the vocabulary size, or the number of
 // candidates for LogitsWanted::Candidates.
 struct Logits {
@@ -41,6 +59,7 @@ struct Logits {
   int64_t n_cols = 0;
   std::vector<float> values;
   std::span<const float> row(int64_t r) const { return {values.data() + r * n_cols, static_cast<size_t>(n_cols)}; }
+  bool operator==(const Logits&) const = default;
 };
 
 class Backend {
@@ -52,6 +71,12 @@ class Backend {
   // Moves the keys of `slots` `delta` positions forward (the Givens rotation RoPE composes
   // with), computed from the keys as first written so repeated moves do not accumulate rounding.
   virtual void rotate_keys(std::span<const uint32_t> slots, int64_t delta) = 0;
+
+  // Copies the KV of `slots` (written slots below kv::kTotalSlots) into `out`.
+  virtual void read_kv(std::span<const uint32_t> slots, KvBlob& out) const = 0;
+  // Writes `blob` back into its slots. Throws channel::Error, with nothing changed, when the
+  // blob does not fit this model and geometry (layer count, sizes, slots, positions).
+  virtual void write_kv(const KvBlob& blob) = 0;
 };
 
 }  // namespace channel

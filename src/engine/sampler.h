@@ -21,6 +21,7 @@ struct SamplerOptions {
   float frequency_penalty = 0.0f; // subtracted once per occurrence
   float presence_penalty = 0.0f;  // subtracted once if present
   uint64_t seed = 0;
+  bool operator==(const SamplerOptions&) const = default;
 };
 
 class Sampler {
@@ -34,6 +35,10 @@ class Sampler {
 
   const SamplerOptions& options() const { return options_; }
   void set_options(const SamplerOptions& options) { options_ = options; }  // keeps the generator state
+  // The generator as it stands, and setting it back (snapshots): the same state draws the same
+  // tokens next.
+  const std::mt19937_64& generator() const { return rng_; }
+  void set_generator(const std::mt19937_64& generator) { rng_ = generator; }
 
  private:
   SamplerOptions options_;

@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "engine/elastic_yield.h"
 #include "engine/sampler.h"
+#include "engine/session_config.h"
 #include "engine/session_events.h"
 #include "engine/special_tokens.h"
 #include "engine/stream_context.h"
@@ -23,16 +24,6 @@
 #include "tokenizer/tokenizer.h"
 
 namespace channel {
-
-// OP_SET_CONFIG fields and the engine's defaults before any.
-struct SessionConfig {
-  uint32_t thinking_budget = 512;
-  uint32_t max_tokens = 128;  // response tokens per decode burst
-  SamplerOptions sampler{.temperature = 0.7f, .top_k = 64, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1.1f,
-                         .repeat_last_n = 64, .frequency_penalty = 0.1f, .presence_penalty = 0.1f, .seed = 0};
-  float quiescence_threshold = 0.0f;  // accepted and stored; this engine does not skip layers
-  bool thinking_gate = false;         // accepted and stored; unused, as in the original
-};
 
 inline constexpr uint8_t kInputFlagReason = 0x02;
 inline constexpr uint8_t kInputFlagRaw = 0x80;
@@ -44,6 +35,18 @@ struct ProbeResult {
   float cost_ms = 0.0f;
   std::string text;          // generative probes: the decoded text
 };
+
+// What OP_SNAPSHOT_SAVE and OP_SNAPSHOT_LOAD report (values as on the wire).
+enum class SnapshotOutcome : uint8_t { Saved = 0, Loaded = 1, Exists = 2 };
+
+struct SnapshotReport {
+  SnapshotOutcome outcome = SnapshotOutcome::Saved;
+  uint16_t active_slots = 0;
+  int64_t clock = 0;
+  std::string stream_id;
+};
+
+struct Snapshot;
 
 class Session {
  public:
@@ -62,6 +65,15 @@ class Session {
   // OP_PROBE_AUTONOMIC: leaves no trace in the stream (rolled back exactly).
   ProbeResult probe(std::string_view prompt, const std::vector<std::string>& candidates, uint16_t max_decode_tokens,
                     SessionEvents& events);
+
+  // OP_SNAPSHOT_SAVE (session_snapshot.cpp): the whole session, turn state included, written
+  // to `path` through `<path>.tmp`, fsync and rename, before this returns. If the clock has not
+  // moved since the last successful save or load, nothing is written (outcome Exists).
+  SnapshotReport save_snapshot(const std::string& path, std::string_view stream_id);
+  // OP_SNAPSHOT_LOAD: the session continues exactly where the snapshot was taken. Throws
+  // channel::Error, with the session unchanged, for a file that is unreadable, corrupt, or
+  // taken with another model or KV geometry.
+  SnapshotReport load_snapshot(const std::string& path);
 
   // OP_ABORT: checked between prefill chunks and before every generated token.
   std::atomic<bool>& abort_flag() { return abort_; }
@@ -86,6 +98,8 @@ class Session {
   void feed(int32_t token);
   int32_t sample_next();
   void report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens);
+  Snapshot capture_snapshot(std::string stream_id) const;
+  void apply_snapshot(const Snapshot& snapshot);
 
   std::shared_ptr<const Model> model_;
   Tokenizer tokenizer_;
@@ -105,6 +119,7 @@ class Session {
   SyntaxTracker syntax_;                   // of the current burst's text
   int32_t previous_ = -1, before_previous_ = -1;  // last streamed tokens of the burst
   int32_t period_ = -1, question_ = -1, exclamation_ = -1;
+  std::optional<int64_t> last_snapshot_clock_;  // of the last successful save or load
 };
 
 }  // namespace channel

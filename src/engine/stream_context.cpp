@@ -16,6 +16,30 @@ void StreamContext::apply(const std::vector<kv::Rotation>& rotations) {
 
 void StreamContext::rollback(int64_t clock) { apply(ring_.rollback(clock)); }
 
+void StreamContext::capture(kv::RingState& ring, KvBlob& kv) const {
+  ring = ring_.state();
+  // Outside transient tokens the global view is exactly the live slots.
+  backend_.read_kv(ring_.global_view().to_vector(), kv);
+}
+
+void StreamContext::restore(const kv::RingState& ring, const KvBlob& kv) {
+  if (kv.positions.size() != kv.slots.size()) {
+    fail("the KV has {} slots but {} positions", kv.slots.size(), kv.positions.size());
+  }
+  // A fresh ring takes the state first: if it refuses, nothing here has changed.
+  kv::KvRing staged(ring_.sliding_window());
+  staged.restore(ring);
+  if (staged.global_view().to_vector() != kv.slots) fail("the KV does not hold exactly the live slots of the ring");
+  for (size_t i = 0; i < kv.slots.size(); ++i) {
+    if (kv.positions[i] != staged.slot_position(kv.slots[i])) {
+      fail("the KV of slot {} is at position {}, the ring has it at {}", kv.slots[i], kv.positions[i],
+           staged.slot_position(kv.slots[i]));
+    }
+  }
+  backend_.write_kv(kv);  // checks the KV against the model before it writes
+  ring_.restore(ring);    // accepted above
+}
+
 void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
                            std::span<const int32_t> candidates) {
   if (tokens.empty()) fail("nothing to evaluate: the token list is empty");

@@ -29,6 +29,13 @@ class StreamContext {
   int64_t begin_transient() { return ring_.begin_transient(); }
   void rollback(int64_t clock);
 
+  // Snapshots: the ring's state and the KV of its live slots (anchors, recall, live ring).
+  // restore() checks the ring state, that the KV is exactly its live slots at their positions,
+  // and that the backend accepts the KV, before it changes anything; it throws channel::Error
+  // otherwise.
+  void capture(kv::RingState& ring, KvBlob& kv) const;
+  void restore(const kv::RingState& ring, const KvBlob& kv);
+
   kv::KvRing& ring() { return ring_; }
   const kv::KvRing& ring() const { return ring_; }
   int64_t clock() const { return ring_.clock(); }

@@ -23,6 +23,10 @@ KvRing::KvRing(int sliding_window)
 void KvRing::set_anchor_count(uint32_t anchors) {
   if (clock_ != 0) fail("the anchor count can only be set before the first token (clock is {})", clock_);
   if (anchors > kMaxAnchors) fail("{} anchor tokens exceed the {} the geometry allows", anchors, kMaxAnchors);
+  use_anchor_count(anchors);
+}
+
+void KvRing::use_anchor_count(uint32_t anchors) {
   anchors_ = anchors;
   contract_ = RetentionContract::channel_geometry(anchors);
   const uint32_t ring = ring_size(anchors);

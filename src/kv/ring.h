@@ -26,6 +26,7 @@
 
 #include "kv/geometry.h"
 #include "kv/retention_contract.h"
+#include "kv/ring_state.h"
 #include "kv/slot_runs.h"
 #include "kv/span.h"
 
@@ -75,6 +76,7 @@ class KvRing {
   void clear_recall();
 
   int64_t clock() const { return clock_; }
+  int sliding_window() const { return sliding_window_; }
   // Physical slot of a clock, by the retention contract of the current geometry.
   uint32_t slot_of(int64_t clock) const { return static_cast<uint32_t>(contract_.slot(clock)); }
   int64_t oldest_live_clock() const { return oldest_live_; }
@@ -92,7 +94,15 @@ class KvRing {
   // Largest distance from a query of the last append to any key in the global view.
   int64_t max_global_distance() const;
 
+  // Snapshots (ring_state.cpp). state() throws channel::Error while transient tokens are
+  // pending. restore() checks the state against the geometry and the retention contract and
+  // throws channel::Error, with the ring unchanged, if this ring could never have been in it;
+  // otherwise the ring, its slot tables and its views are exactly as when the state was taken.
+  RingState state() const;
+  void restore(const RingState& state);
+
  private:
+  void use_anchor_count(uint32_t anchors);  // the geometry of N_sys = anchors
   void evict_through(int64_t clock);
   std::vector<uint32_t> anchor_slots() const;
   std::vector<uint32_t> recall_slots() const;

@@ -18,6 +18,7 @@ enum class SpanType : uint8_t {
 };
 
 std::string_view span_type_name(SpanType type);
+inline constexpr SpanType kLastSpanType = SpanType::TurnEnd;  // types are 0 .. kLastSpanType
 
 // Clocks [start_clock, end_clock) of one span; its ring slots start at first_slot (wrapping).
 struct Span {
@@ -26,6 +27,7 @@ struct Span {
   int64_t end_clock = 0;
   uint32_t first_slot = 0;
   uint32_t slot_count() const { return static_cast<uint32_t>(end_clock - start_clock); }
+  bool operator==(const Span&) const = default;
 };
 
 }  // namespace channel::kv

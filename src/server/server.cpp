@@ -111,6 +111,11 @@ void apply_config(const p::SetConfig& c, SessionConfig& config) {
   if (c.thinking_gate) config.thinking_gate = *c.thinking_gate;
 }
 
+p::SnapshotStatus snapshot_status(const SnapshotReport& report) {
+  return p::SnapshotStatus{static_cast<p::SnapshotStatusCode>(report.outcome), report.active_slots,
+                           static_cast<uint64_t>(report.clock), report.stream_id};
+}
+
 // Runs one decoded request. Returns false for OP_SHUTDOWN.
 bool dispatch(Session& session, const p::InboundMessage& message, FrameEvents& events) {
   return std::visit(
@@ -137,8 +142,11 @@ bool dispatch(Session& session, const p::InboundMessage& message, FrameEvents& e
         } else if constexpr (std::is_same_v<T, p::MemQuery>) {
           // Episodic memory is not built yet: "no result", as the original answers without memory.
           events.send(p::MemResponse{p::MEM_STATUS_NO_MATCH, 0, 0, {}});
-        } else if constexpr (std::is_same_v<T, p::SnapshotSave> || std::is_same_v<T, p::SnapshotLoad>) {
-          events.send(p::ErrorMessage{"snapshots are not supported by this build yet"});
+        } else if constexpr (std::is_same_v<T, p::SnapshotSave>) {
+          events.send(snapshot_status(session.save_snapshot(m.path, m.stream_id)));
+        } else if constexpr (std::is_same_v<T, p::SnapshotLoad>) {
+          events.send(snapshot_status(session.load_snapshot(m.path)));
+          events.status(StatusReport{EngineStatus::Idle, session.active_slots(), 0, 0.0f, 0, 0});
         } else if constexpr (std::is_same_v<T, p::Ping>) {
           events.send(p::Pong{});
         } else if constexpr (std::is_same_v<T, p::Shutdown>) {

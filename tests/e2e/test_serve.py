@@ -16,7 +16,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python"))
 
 from channel_client import Client, framing  # noqa: E402
-from channel_client.framing import Error, Pong, Status, TurnComplete  # noqa: E402
+from channel_client.framing import Error, Pong, SnapshotStatus, Status, TurnComplete  # noqa: E402
 
 BINARY = os.environ.get("CHANNEL_BINARY", "")
 VOCAB = os.environ.get("CHANNEL_VOCAB", "")
@@ -25,10 +25,14 @@ MAGIC = 0x53554C58
 
 
 def setUpModule():
-    global MODEL, WORKDIR
+    global MODEL, WORKDIR, STARTDIR
     if not (BINARY and VOCAB):
         raise unittest.SkipTest("CHANNEL_BINARY and CHANNEL_VOCAB are not set")
     WORKDIR = tempfile.TemporaryDirectory()
+    # Engines start in the scratch folder: snapshot paths are relative to their working directory
+    # (and a random SNAPSHOT_SAVE frame must not leave files in the source tree).
+    STARTDIR = os.getcwd()
+    os.chdir(WORKDIR.name)
     MODEL = os.path.join(WORKDIR.name, "tiny-gemma4.gguf")
     subprocess.run([BINARY, "model", "synth", "--arch", "gemma4", "--vocab", VOCAB, "--out", MODEL,
                     "--layers", "2", "--period", "2", "--embd", "64", "--ffn", "64"], check=True,
@@ -36,6 +40,7 @@ def setUpModule():
 
 
 def tearDownModule():
+    os.chdir(STARTDIR)
     WORKDIR.cleanup()
 
 
@@ -56,6 +61,13 @@ class ServeTest(unittest.TestCase):
         msg_id = self.client.ping()
         event = self.client.wait_for(lambda e: isinstance(e, (Pong, Error)) and e.msg_id == msg_id, timeout=TIMEOUT)
         return isinstance(event, Pong)
+
+    def turn_text(self, text):
+        return self.client.collect_turn(self.client.send_input(text), timeout=TIMEOUT).content
+
+    def snapshot_reply(self, msg_id):
+        return self.client.wait_for(lambda e: isinstance(e, (SnapshotStatus, Error)) and e.msg_id == msg_id,
+                                    timeout=TIMEOUT)
 
     def test_turn_streams_tokens_and_completes(self):
         msg_id = self.client.send_input("Hello there")
@@ -115,6 +127,48 @@ class ServeTest(unittest.TestCase):
         turn = self.client.collect_turn(msg_id, timeout=TIMEOUT)
         self.assertEqual(turn.reason, 2)
         self.assertTrue(self.ping_answered())
+
+    def test_snapshot_round_trip_continues_with_the_same_turn(self):
+        self.turn_text("Hello there")
+        saved = self.snapshot_reply(self.client.snapshot_save("round.snap", "entry-1"))
+        self.assertIsInstance(saved, SnapshotStatus)
+        self.assertEqual((saved.status, saved.stream_id), (0, "entry-1"))
+        self.assertGreater(saved.clock, 0)
+        again = self.snapshot_reply(self.client.snapshot_save("round.snap", "entry-2"))
+        self.assertEqual((again.status, again.clock), (2, saved.clock))  # nothing new: EXISTS
+        after_save = self.turn_text("What comes next?")
+        self.assertTrue(after_save)
+
+        msg_id = self.client.snapshot_load("round.snap")
+        loaded = self.snapshot_reply(msg_id)
+        self.assertIsInstance(loaded, SnapshotStatus)
+        self.assertEqual((loaded.status, loaded.clock, loaded.stream_id), (1, saved.clock, "entry-1"))
+        idle = self.client.wait_for(lambda e: isinstance(e, Status) and e.msg_id == msg_id, timeout=TIMEOUT)
+        self.assertEqual(idle.status, 0)
+        self.assertEqual(self.turn_text("What comes next?"), after_save)
+
+    def test_corrupt_snapshot_is_refused_and_the_session_is_intact(self):
+        self.turn_text("Hello there")
+        self.assertEqual(self.snapshot_reply(self.client.snapshot_save("good.snap")).status, 0)
+        with open("good.snap", "rb") as f:
+            good = bytearray(f.read())
+        corrupt = bytearray(good)
+        corrupt[len(corrupt) // 2] ^= 0xFF
+        with open("corrupt.snap", "wb") as f:
+            f.write(corrupt)
+        with open("short.snap", "wb") as f:
+            f.write(good[: len(good) // 3])
+        after_save = self.turn_text("What comes next?")
+        self.assertTrue(after_save)
+        self.assertEqual(self.snapshot_reply(self.client.snapshot_load("good.snap")).status, 1)
+
+        for bad in ("corrupt.snap", "short.snap", "missing.snap"):
+            reply = self.snapshot_reply(self.client.snapshot_load(bad))
+            self.assertIsInstance(reply, Error, bad)
+            self.assertIn("cannot load snapshot", reply.message)
+            self.assertNotIn("\n", reply.message)
+            self.assertTrue(self.ping_answered())
+        self.assertEqual(self.turn_text("What comes next?"), after_save)
 
     def test_eof_exits_cleanly_within_a_second(self):
         self.client._close_stdin()

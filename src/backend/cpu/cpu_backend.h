@@ -23,6 +23,10 @@ class CpuBackend final : public Backend {
 
   void rotate_keys(std::span<const uint32_t> slots, int64_t delta) override;
 
+  // Snapshots (cpu_backend_kv.cpp).
+  void read_kv(std::span<const uint32_t> slots, KvBlob& out) const override;
+  void write_kv(const KvBlob& blob) override;
+
   const Model& model() const { return *model_; }
   int n_threads() const { return pool_.size(); }
 

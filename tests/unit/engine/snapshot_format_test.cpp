@@ -1,0 +1,121 @@
+// The snapshot format without a model: every field survives encode and parse, fields out of
+// range are refused with one line, inconsistent snapshots are not written, and files are
+// replaced atomically.
+#include "engine/snapshot.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/fnv1a.h"
+#include "kv/geometry.h"
+#include "snapshot_samples.h"
+
+namespace channel {
+namespace {
+
+Snapshot sample_snapshot() { return test::snapshot_samples()[1]; }
+
+TEST(SnapshotFormat, EveryFieldSurvivesEncodeAndParse) {
+  for (const Snapshot& s : test::snapshot_samples()) {
+    const std::vector<uint8_t> bytes = encode_snapshot(s);
+    EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 8), "CHNLSNAP");
+    const Snapshot back = parse_snapshot(bytes);
+    EXPECT_EQ(back, s);
+    EXPECT_EQ(encode_snapshot(back), bytes);
+    kv::KvRing ring(16);
+    EXPECT_NO_THROW(ring.restore(back.ring));
+  }
+}
+
+TEST(SnapshotFormat, OutOfRangeFieldsAreRefused) {
+  const std::vector<std::pair<std::string, std::function<void(Snapshot&)>>> cases = {
+      {"rows of logits", [](Snapshot& s) { s.logits = {.n_rows = 2, .n_cols = 1, .values = {1.0f, 2.0f}}; }},
+      {"pending yield token -3 is negative", [](Snapshot& s) { s.turn.pending_yield = -3; }},
+      {"more than the 4096 the geometry has",
+       [](Snapshot& s) {
+         s.kv.slots.assign(4097, 0);
+         s.kv.positions.assign(4097, 0);
+         s.kv.moved_by.assign(4097, 0);
+         for (size_t il = 0; il < s.kv.layers.size(); ++il) {
+           s.kv.layers[il].k_as_written.assign(4097 * s.geometry.kv_widths[il], 0);
+           s.kv.layers[il].v.assign(4097 * s.geometry.kv_widths[il], 0);
+         }
+       }},
+  };
+  for (const auto& [reason, mutate] : cases) {
+    Snapshot s = sample_snapshot();
+    mutate(s);
+    try {
+      parse_snapshot(encode_snapshot(s));
+      ADD_FAILURE() << reason << ": parsed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    }
+  }
+  // What would not line up in the file is not written at all.
+  Snapshot long_id = sample_snapshot();
+  long_id.stream_id.assign(65, 'x');
+  EXPECT_THROW(encode_snapshot(long_id), Error);
+  Snapshot short_values = sample_snapshot();
+  short_values.kv.layers[1].v.pop_back();
+  EXPECT_THROW(encode_snapshot(short_values), Error);
+  Snapshot short_logits = sample_snapshot();
+  short_logits.logits.values.pop_back();
+  EXPECT_THROW(encode_snapshot(short_logits), Error);
+}
+
+TEST(SnapshotFormat, FlagsMustBeZeroOrOne) {
+  const Snapshot s = sample_snapshot();
+  std::vector<uint8_t> bytes = encode_snapshot(s);
+  // The session section (its first field is turn_open) follows the header and a 24-byte
+  // section header: id, reserved, length, checksum.
+  const size_t section = 8 + 4 + 8 + 4 + 4 + 4 + 4 * s.geometry.kv_widths.size() + 8 + 2 + s.stream_id.size() + 8;
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= uint64_t{bytes[section + 8 + i]} << (8 * i);
+  ASSERT_EQ(bytes[section + 24], 1);
+  bytes[section + 24] = 2;
+  // With the checksum made right again, the field itself is what is refused.
+  const uint64_t checksum = fnv1a(std::span(bytes).subspan(section + 24, length));
+  for (int i = 0; i < 8; ++i) bytes[section + 16 + i] = static_cast<uint8_t>(checksum >> (8 * i));
+  try {
+    parse_snapshot(bytes);
+    ADD_FAILURE() << "parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("turn_open at offset"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not 0 or 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SnapshotFormat, FilesAreReplacedWholeAndTempFilesRemoved) {
+  const auto dir = std::filesystem::temp_directory_path() / ("channel-snapshot-format-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "s.snap").string();
+  Snapshot s = sample_snapshot();
+  write_snapshot_file(s, path);
+  s.stream_id = "second";
+  write_snapshot_file(s, path);
+  EXPECT_EQ(read_snapshot_file(path), s);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_THROW(write_snapshot_file(s, (dir / "no" / "s.snap").string()), Error);
+  EXPECT_THROW(write_snapshot_file(s, ""), Error);
+  EXPECT_THROW(write_snapshot_file(s, path + std::string(1, '\0') + "x"), Error);
+  EXPECT_THROW(read_snapshot_file((dir / "missing.snap").string()), Error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SnapshotFormat, CompatibilityNeedsTheSameModelAndGeometry) {
+  const Snapshot s = sample_snapshot();
+  EXPECT_NO_THROW(require_compatible(s, s.model_fingerprint, s.geometry));
+  EXPECT_THROW(require_compatible(s, s.model_fingerprint + 1, s.geometry), Error);
+  SnapshotGeometry other = s.geometry;
+  other.kv_widths.push_back(4);
+  EXPECT_THROW(require_compatible(s, s.model_fingerprint, other), Error);
+}
+
+}  // namespace
+}  // namespace channel

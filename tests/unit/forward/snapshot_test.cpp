@@ -1,0 +1,326 @@
+// Session snapshots on a synthesized Gemma 4 model with the real vocabulary: a loaded snapshot
+// continues exactly as the session it was taken from (also after the ring wrapped and the
+// anchors moved), the zero-delta gate, and every kind of bad file refused with the session
+// left exactly as it was.
+#include "engine/snapshot.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "engine/session.h"
+#include "model/fingerprint.h"
+#include "peer_vocab.h"
+#include "test_models.h"
+
+namespace channel {
+namespace {
+
+using testing::TempDir;
+
+struct TokenRecorder : SessionEvents {
+  std::vector<int32_t> tokens;
+  void token(int32_t id, int64_t, std::string_view, bool) override { tokens.push_back(id); }
+  void status(const StatusReport&) override {}
+  void turn_complete(const TurnSummary&) override {}
+  void tool_call(std::string_view, std::string_view) override {}
+};
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, std::span<const uint8_t> bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Offsets of the three sections' payloads in a snapshot file (after each 24-byte section header).
+std::vector<std::pair<size_t, size_t>> section_payloads(std::span<const uint8_t> file) {
+  const auto u64_at = [&](size_t at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{file[at + i]} << (8 * i);
+    return v;
+  };
+  const uint32_t n_layer = file[28] | file[29] << 8 | file[30] << 16 | uint32_t{file[31]} << 24;
+  const size_t id_length_at = 32 + 4 * size_t{n_layer} + 8;
+  size_t at = id_length_at + 2 + (file[id_length_at] | file[id_length_at + 1] << 8) + 8;
+  std::vector<std::pair<size_t, size_t>> payloads;
+  for (int s = 0; s < 3; ++s) {
+    const size_t length = u64_at(at + 8);
+    payloads.emplace_back(at + 24, length);
+    at += 24 + length;
+  }
+  return payloads;
+}
+
+class SnapshotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto vocab = testing::peer_gemma4_vocab();
+    if (!vocab) GTEST_SKIP() << "llama.cpp peer not installed (scripts/install-peer.sh)";
+    options_ = default_synth_options(ModelArch::Gemma4);
+    options_.n_layer = 2;
+    options_.sliding_period = 2;
+    options_.n_embd = 64;
+    options_.n_ff = 64;
+    options_.vocab_path = vocab->string();
+    model_ = Model::load(testing::synthesize(dir_, options_, "m.gguf"));
+  }
+
+  std::unique_ptr<Session> make_session(const std::shared_ptr<const Model>& model, float temperature = 0.0f) {
+    backends_.push_back(std::make_unique<cpu::CpuBackend>(model, 2));
+    SessionConfig config;
+    config.max_tokens = 12;
+    config.sampler.temperature = temperature;  // 0: greedy
+    config.sampler.seed = 7;
+    return std::make_unique<Session>(model, *backends_.back(), config);
+  }
+  std::unique_ptr<Session> make_session(float temperature = 0.0f) { return make_session(model_, temperature); }
+
+  static std::vector<int32_t> turn(Session& session, std::string_view text) {
+    TokenRecorder events;
+    session.input_text(text, 0, events);
+    return events.tokens;
+  }
+
+  // The next turns' tokens must be the same after a load as after the save.
+  void expect_round_trip(Session& session, const std::string& path) {
+    const SnapshotReport saved = session.save_snapshot(path, "entry-42");
+    ASSERT_EQ(saved.outcome, SnapshotOutcome::Saved);
+    EXPECT_EQ(saved.clock, session.clock());
+    const auto first = turn(session, "What comes next?");
+    const auto second = turn(session, "And then?");
+    const int64_t clock_after = session.clock();
+    ASSERT_FALSE(first.empty());
+
+    const SnapshotReport loaded = session.load_snapshot(path);
+    EXPECT_EQ(loaded.outcome, SnapshotOutcome::Loaded);
+    EXPECT_EQ(loaded.clock, saved.clock);
+    EXPECT_EQ(loaded.active_slots, saved.active_slots);
+    EXPECT_EQ(loaded.stream_id, "entry-42");
+    EXPECT_EQ(session.clock(), saved.clock);
+    EXPECT_EQ(turn(session, "What comes next?"), first);
+    EXPECT_EQ(turn(session, "And then?"), second);
+    EXPECT_EQ(session.clock(), clock_after);
+
+    // A new session (an engine restarted) continues the same way.
+    auto fresh = make_session(session.config().sampler.temperature);
+    fresh->load_snapshot(path);
+    EXPECT_EQ(turn(*fresh, "What comes next?"), first);
+    EXPECT_EQ(turn(*fresh, "And then?"), second);
+    EXPECT_EQ(fresh->clock(), clock_after);
+  }
+
+  TempDir dir_;
+  SynthOptions options_;
+  std::shared_ptr<const Model> model_;
+  std::vector<std::unique_ptr<cpu::CpuBackend>> backends_;
+};
+
+TEST_F(SnapshotTest, RoundTripContinuesWithTheSameGreedyTokens) {
+  auto session = make_session();
+  turn(*session, "Hello there");
+  turn(*session, "Tell me about rivers");
+  expect_round_trip(*session, dir_.file("s.snap"));
+}
+
+TEST_F(SnapshotTest, RoundTripKeepsTheSamplersGenerator) {
+  auto session = make_session(/*temperature=*/0.9f);
+  turn(*session, "Hello there");
+  expect_round_trip(*session, dir_.file("s.snap"));
+}
+
+TEST_F(SnapshotTest, RoundTripAtClockZero) {
+  auto session = make_session();
+  expect_round_trip(*session, dir_.file("s.snap"));
+}
+
+TEST_F(SnapshotTest, RoundTripAfterTheRingWrappedAndTheAnchorsMoved) {
+  auto session = make_session();
+  // A system prompt of about 3800 tokens becomes the anchors and leaves a ring of about 170
+  // slots, so a few turns wrap it and push the clock past the point where anchors move.
+  std::string system = "<|turn>system\n";
+  for (int i = 0; i < 1250; ++i) system += "alpha beta gamma ";
+  system += "<turn|>\n";
+  TokenRecorder events;
+  session->set_system(system, events);
+  for (int i = 0; session->clock() < 4300; ++i) turn(*session, "Next question number " + std::to_string(i));
+
+  const std::string path = dir_.file("wrapped.snap");
+  expect_round_trip(*session, path);
+  const Snapshot snapshot = read_snapshot_file(path);
+  EXPECT_GT(snapshot.ring.anchors, 3000u);
+  EXPECT_GT(snapshot.ring.oldest_live, snapshot.ring.anchors + kv::ring_size(snapshot.ring.anchors)) << "wrapped";
+  EXPECT_GT(snapshot.ring.anchor_position, 0) << "the anchors have moved";
+  EXPECT_TRUE(std::any_of(snapshot.kv.moved_by.begin(), snapshot.kv.moved_by.end(), [](int64_t m) { return m > 0; }));
+}
+
+TEST_F(SnapshotTest, TheTokenHeldAtAYieldSurvivesTheRoundTrip) {
+  // Random weights rarely reach a yield, so the held token is put into a saved snapshot.
+  auto session = make_session();
+  turn(*session, "Hello there");
+  const std::string path = dir_.file("s.snap"), held_path = dir_.file("held.snap");
+  session->save_snapshot(path, "");
+  Snapshot held = read_snapshot_file(path);
+  held.turn.turn_open = true;
+  held.turn.pending_yield = session->tokenizer().find_token("Hello");
+  write_bytes(held_path, encode_snapshot(held));
+
+  TokenRecorder resumed, resumed_elsewhere, nothing_held;
+  session->load_snapshot(held_path);
+  session->resume(false, resumed);
+  EXPECT_GT(session->clock(), held.ring.clock) << "the held token was fed";
+  auto fresh = make_session();
+  fresh->load_snapshot(held_path);
+  fresh->resume(false, resumed_elsewhere);
+  EXPECT_EQ(resumed_elsewhere.tokens, resumed.tokens);
+  EXPECT_EQ(fresh->clock(), session->clock());
+
+  session->load_snapshot(path);
+  session->resume(false, nothing_held);
+  EXPECT_TRUE(nothing_held.tokens.empty());
+  EXPECT_EQ(session->clock(), held.ring.clock);
+}
+
+TEST_F(SnapshotTest, ZeroDeltaSavesNothing) {
+  auto session = make_session();
+  turn(*session, "Hello there");
+  const std::string path = dir_.file("z.snap");
+  EXPECT_EQ(session->save_snapshot(path, "a").outcome, SnapshotOutcome::Saved);
+  std::filesystem::remove(path);
+  const SnapshotReport again = session->save_snapshot(path, "b");
+  EXPECT_EQ(again.outcome, SnapshotOutcome::Exists);
+  EXPECT_EQ(again.clock, session->clock());
+  EXPECT_EQ(again.stream_id, "b");
+  EXPECT_FALSE(std::filesystem::exists(path)) << "nothing written";
+
+  turn(*session, "More");
+  EXPECT_EQ(session->save_snapshot(path, "c").outcome, SnapshotOutcome::Saved);
+  EXPECT_TRUE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  turn(*session, "Even more");
+  session->load_snapshot(path);  // a load counts as the last snapshot too
+  EXPECT_EQ(session->save_snapshot(dir_.file("other.snap"), "d").outcome, SnapshotOutcome::Exists);
+}
+
+TEST_F(SnapshotTest, SaveToAnUnwritablePathIsAnErrorAndNothingIsRecorded) {
+  auto session = make_session();
+  turn(*session, "Hello there");
+  EXPECT_THROW(session->save_snapshot(dir_.file("missing/dir/s.snap"), ""), Error);
+  EXPECT_EQ(session->save_snapshot(dir_.file("s.snap"), "").outcome, SnapshotOutcome::Saved);
+}
+
+// Every bad file is refused with a one-line reason, and the session is exactly as before: its
+// next turn and its own snapshot are those of a twin that never saw the bad files.
+TEST_F(SnapshotTest, BadSnapshotsAreRefusedAndTheSessionIsUnchanged) {
+  auto source = make_session();
+  turn(*source, "Hello there");
+  turn(*source, "Tell me about rivers");
+  const std::string good_path = dir_.file("good.snap");
+  source->save_snapshot(good_path, "id");
+  const std::vector<uint8_t> good = read_bytes(good_path);
+  const Snapshot parsed = parse_snapshot(good);
+
+  auto victim = make_session();
+  auto twin = make_session();
+  for (Session* s : {victim.get(), twin.get()}) turn(*s, "A different conversation");
+
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> cases;  // expected reason, file
+  const auto payloads = section_payloads(good);
+  std::vector<size_t> cuts = {0, 1, 7, 8, 11, 12, 20, 35, 36, 40, payloads[0].first - 1, payloads[0].first,
+                              payloads[1].first, payloads[2].first, payloads[2].first + 5, good.size() / 2,
+                              good.size() - 1};
+  for (size_t at = 0; at < good.size(); at += good.size() / 97 + 1) cuts.push_back(at);
+  for (size_t cut : cuts) cases.emplace_back("", std::vector<uint8_t>(good.begin(), good.begin() + cut));
+  for (const auto& [offset, length] : payloads) {
+    for (size_t at : {offset, offset + length / 2, offset + length - 1}) {
+      auto flipped = good;
+      flipped[at] ^= 0x10;
+      cases.emplace_back("checksum", flipped);
+    }
+  }
+  for (size_t at : {size_t{16}, size_t{24}, size_t{36}, size_t{40}, payloads[0].first - 30}) {
+    auto flipped = good;
+    flipped[at] ^= 0x01;
+    cases.emplace_back("header checksum", flipped);
+  }
+  auto bad_magic = good;
+  bad_magic[0] = 'X';
+  cases.emplace_back("not a Channel snapshot", bad_magic);
+  auto bad_version = good;
+  bad_version[8] = 2;
+  cases.emplace_back("version", bad_version);
+  auto trailing = good;
+  trailing.push_back(0);
+  cases.emplace_back("after the last section", trailing);
+
+  // Files that decode but do not fit: each is re-encoded with valid checksums.
+  const std::vector<std::pair<std::string, std::function<void(Snapshot&)>>> misfits = {
+      {"another model", [](Snapshot& s) { s.model_fingerprint ^= 1; }},
+      {"geometry", [](Snapshot& s) { s.geometry.total_slots = 8192; }},
+      {"geometry", [](Snapshot& s) { s.geometry.scratch_slots = 64; }},
+      {"ring state", [](Snapshot& s) { s.ring.spans.front().first_slot += 1; }},
+      {"ring state", [](Snapshot& s) { s.ring.anchors += 1; }},
+      {"live slots", [](Snapshot& s) { s.kv.slots.back() = kv::kRecallBase - 1; }},
+      {"position", [](Snapshot& s) { s.kv.positions.back() += 1; }},
+      {"logits", [](Snapshot& s) { s.logits.values.pop_back(), s.logits.n_cols -= 1; }},
+      {"held token", [](Snapshot& s) { s.turn.pending_yield = 1 << 30; }},
+  };
+  for (const auto& [reason, mutate] : misfits) {
+    Snapshot bad = parsed;
+    mutate(bad);
+    cases.emplace_back(reason, encode_snapshot(bad));
+  }
+  // A snapshot of another model with the same geometry: only the fingerprint tells them apart.
+  SynthOptions other_options = options_;
+  other_options.seed = 99;
+  auto other_model = Model::load(testing::synthesize(dir_, other_options, "other.gguf"));
+  auto other = make_session(other_model);
+  turn(*other, "Hello there");
+  other->save_snapshot(dir_.file("other.snap"), "");
+  cases.emplace_back("another model", read_bytes(dir_.file("other.snap")));
+
+  const std::string bad_path = dir_.file("bad.snap");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [reason, bytes] = cases[i];
+    write_bytes(bad_path, bytes);
+    try {
+      victim->load_snapshot(bad_path);
+      ADD_FAILURE() << "case " << i << " (" << reason << ") loaded";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      EXPECT_NE(message.find("cannot load snapshot"), std::string::npos) << message;
+      EXPECT_NE(message.find(reason), std::string::npos) << "case " << i << ": " << message;
+    }
+  }
+  EXPECT_THROW(victim->load_snapshot(dir_.file("does-not-exist.snap")), Error);
+
+  EXPECT_EQ(victim->clock(), twin->clock());
+  const std::string victim_path = dir_.file("victim.snap"), twin_path = dir_.file("twin.snap");
+  ASSERT_EQ(victim->save_snapshot(victim_path, "").outcome, SnapshotOutcome::Saved) << "no load counted";
+  twin->save_snapshot(twin_path, "");
+  EXPECT_TRUE(read_bytes(victim_path) == read_bytes(twin_path)) << "the whole state is the twin's";
+  EXPECT_EQ(turn(*victim, "Go on"), turn(*twin, "Go on"));
+}
+
+TEST_F(SnapshotTest, FingerprintTellsModelsApart) {
+  SynthOptions other_seed = options_;
+  other_seed.seed = 5;
+  SynthOptions quantized = options_;
+  quantized.weight_type = GgmlType::Q8_0;
+  const uint64_t base = model_fingerprint(*model_);
+  EXPECT_EQ(base, model_fingerprint(*Model::load(testing::synthesize(dir_, options_, "same.gguf"))));
+  EXPECT_NE(base, model_fingerprint(*Model::load(testing::synthesize(dir_, other_seed, "seed.gguf"))));
+  EXPECT_NE(base, model_fingerprint(*Model::load(testing::synthesize(dir_, quantized, "q8.gguf"))));
+}
+
+}  // namespace
+}  // namespace channel
