@@ -4,8 +4,11 @@
 For each architecture and weight type, Channel synthesizes a random-weight model; random prompts of
 each length (starting with BOS) are then evaluated by `channel eval` and by llama_oracle (llama.cpp),
 and their all-position logits compared: relative L2 error ||ours - ref|| / ||ref|| over all logits,
-the largest absolute difference, and the fraction of positions whose argmax agrees. For F32 models
-the greedy continuations are compared too. Prints a table, writes it to WORKDIR/parity.md as
+the largest absolute difference, and the fraction of positions whose argmax agrees. The relative
+L2 threshold applies to every prompt; the argmax threshold to all positions of a model's prompts
+together (372 positions for prompts of 1, 7, 64 and 300 tokens), since a prompt of 1 or 7 positions
+can only agree 0%/100% or in steps of 14%; the per-prompt agreement is reported beside it. For F32
+models the greedy continuations are compared too. Prints a table, writes it to WORKDIR/parity.md as
 markdown, and exits non-zero if any case misses its threshold or fails to run.
 """
 import argparse
@@ -151,13 +154,17 @@ class Case:
     rel_l2: Optional[float] = None  # None until the logits were compared
     max_abs: Optional[float] = None
     same_argmax: Optional[float] = None
+    model_same_argmax: Optional[float] = None  # over all positions of the model's prompts
     greedy: str = "-"  # "matched/requested" tokens, or "-" when not compared
     error: str = ""
     passed: bool = False
 
-    def judge(self, greedy_ok):
+    greedy_ok: bool = True
+
+    def judge(self):
         max_rel_l2, min_same_argmax = THRESHOLDS[self.wtype]
-        self.passed = self.rel_l2 <= max_rel_l2 and self.same_argmax >= min_same_argmax and greedy_ok
+        self.passed = (not self.error and self.rel_l2 is not None and self.rel_l2 <= max_rel_l2 and
+                       self.model_same_argmax >= min_same_argmax and self.greedy_ok)
 
 
 def run_case(case, args, model, n_vocab):
@@ -177,14 +184,12 @@ def run_case(case, args, model, n_vocab):
         ours_path.unlink(missing_ok=True)
         ref_path.unlink(missing_ok=True)
 
-    greedy_ok = True
     if greedy:
         ours = labelled_ids(ours_out, "greedy")
         ref = labelled_ids(run([args.oracle, "generate", *common, "-n", greedy]), "greedy")
         matched = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), min(len(ours), len(ref)))
         case.greedy = f"{matched}/{greedy}"
-        greedy_ok = ours == ref and len(ref) == greedy
-    case.judge(greedy_ok)
+        case.greedy_ok = ours == ref and len(ref) == greedy
 
 
 def run_model(arch, wtype, args, n_vocab):
@@ -205,16 +210,24 @@ def run_model(arch, wtype, args, n_vocab):
             run_case(case, args, model, n_vocab)
         except (RuntimeError, ValueError) as e:
             case.error = str(e)
+    compared = [c for c in cases if c.same_argmax is not None]
+    positions = sum(c.prompt_length for c in compared)
+    agreement = sum(c.same_argmax * c.prompt_length for c in compared) / positions if positions else 0.0
+    for case in cases:
+        case.model_same_argmax = agreement
+        case.judge()
     if all(case.passed for case in cases):  # a failing model stays for debugging
         model.unlink()
     return cases
 
 
 def table(cases):
-    header = ["arch", "type", "prompt len", "rel L2", "max abs", "argmax agreement", "greedy match", "result"]
+    header = ["arch", "type", "prompt len", "rel L2", "max abs", "argmax agreement", "model argmax", "greedy match",
+              "result"]
     rows = []
     for c in cases:
-        measured = ["-"] * 3 if c.rel_l2 is None else [f"{c.rel_l2:.3e}", f"{c.max_abs:.3e}", f"{c.same_argmax:.1%}"]
+        measured = ["-"] * 4 if c.rel_l2 is None else [f"{c.rel_l2:.3e}", f"{c.max_abs:.3e}", f"{c.same_argmax:.1%}",
+                                                        f"{c.model_same_argmax:.1%}"]
         rows.append([c.arch, c.wtype, str(c.prompt_length), *measured, c.greedy,
                      "ok" if c.passed else "ERROR" if c.error else "FAIL"])
     return header, rows
@@ -227,7 +240,8 @@ def print_table(header, rows):
 
 
 def markdown(header, rows, errors):
-    limits = "; ".join(f"{t}: rel L2 <= {l2:g}, argmax >= {arg:.0%}" for t, (l2, arg) in THRESHOLDS.items())
+    limits = "; ".join(f"{t}: rel L2 <= {l2:g} per prompt, argmax >= {arg:.0%} over the model's positions"
+                       for t, (l2, arg) in THRESHOLDS.items())
     lines = ["# Logits parity: Channel vs llama.cpp", "",
              f"Thresholds: {limits}; greedy identical for {', '.join(sorted(GREEDY_TYPES))}.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
