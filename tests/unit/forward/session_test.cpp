@@ -71,7 +71,9 @@ TEST_F(SessionTest, TurnReportsProgressTokensAndCompletion) {
   EXPECT_LE(events.tokens.size(), 12u);
   EXPECT_TRUE(turn.reason == StopReason::MaxTokens || turn.reason == StopReason::EndOfTurn ||
               turn.reason == StopReason::ToolCall);
-  if (turn.reason == StopReason::MaxTokens) EXPECT_EQ(events.tokens.size(), 12u);
+  if (turn.reason == StopReason::MaxTokens) {
+    EXPECT_EQ(events.tokens.size(), 12u);
+  }
   // The template's grammar tokens never reach the client.
   const SpecialTokens special = SpecialTokens::find(session->tokenizer(), ModelArch::Gemma4);
   for (int32_t t : events.tokens) {

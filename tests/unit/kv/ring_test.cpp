@@ -117,9 +117,12 @@ void expect_same_state(const KvRing& ring, const BruteForceRing& model, const st
   const int64_t current = ring.clock() - 1;
   for (int64_t c = std::max<int64_t>(0, current - kRecallBase); c <= current; ++c) {
     const bool live = c < anchors || c >= ring.oldest_live_clock();
-    if (live) ASSERT_TRUE(contract.retained(current, c)) << where << " clock " << c;
-    if (!live) ASSERT_NE(ring.slot_clock(ring.slot_of(c)), c) << where << " clock " << c;
-    if (live) ASSERT_EQ(ring.slot_clock(ring.slot_of(c)), c) << where << " clock " << c;
+    if (live) {
+      ASSERT_TRUE(contract.retained(current, c)) << where << " clock " << c;
+      ASSERT_EQ(ring.slot_clock(ring.slot_of(c)), c) << where << " clock " << c;
+    } else {
+      ASSERT_NE(ring.slot_clock(ring.slot_of(c)), c) << where << " clock " << c;
+    }
   }
   ASSERT_LT(ring.max_global_distance(), kMaxRelativeDistance) << where;
 }
