@@ -87,7 +87,10 @@ Placement KvRing::append(uint32_t n) {
     scratch_used_ += n;
     clock_ += n;
     // Beyond what the committed layout allows: move anchors and recall just far enough.
-    const int64_t excess = (clock_ - 1) - oldest_movable_position() - (kMaxRelativeDistance - 1);
+    const int64_t oldest_movable = oldest_movable_position();
+    const int64_t excess = oldest_movable == std::numeric_limits<int64_t>::max()
+                               ? 0  // no anchors or recall keys: nothing can be too far back
+                               : (clock_ - 1) - oldest_movable - (kMaxRelativeDistance - 1);
     if (excess > 0) {
       std::vector<uint32_t> movable = anchor_slots();
       const auto recall = recall_slots();
