@@ -10,6 +10,7 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/synthesizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace channel::cli {
 namespace {
@@ -68,6 +69,7 @@ struct SynthCliOptions {
   uint64_t seed = 1;
   int layers = 0, embd = 0, heads = 0, kv_heads = 0, kv_heads_global = 0, head_dim = 0, head_dim_global = 0, ffn = 0,
       window = 0, period = 0;
+  std::vector<std::string> script;
 };
 
 GgmlType parse_type(const std::string& name) {
@@ -101,6 +103,13 @@ void run_synth(const SynthCliOptions& o) {
     if (o.kv_heads_global || o.head_dim_global) fail("--kv-heads-global and --head-dim-global apply to gemma4 only");
     s.n_head_kv_global = s.n_head_kv;
     s.head_dim_global = s.head_dim;
+  }
+  if (!o.script.empty()) {
+    // Script texts are tokenized with the vocabulary's own tokenizer, special tokens included.
+    const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(o.vocab));
+    for (const std::string& text : o.script) {
+      s.script.push_back(tokenizer.encode(text, /*add_special=*/false, /*parse_special=*/true));
+    }
   }
   synthesize_model(s, o.out);
   fmt::print(stderr, "wrote {} ({} layers, embedding {}, {} weights, seed {})\n", o.out, s.n_layer, s.n_embd,
@@ -145,6 +154,11 @@ void register_model_commands(CLI::App& app) {
   synth->add_option("--ffn", o->ffn, "FFN hidden size (default 256)");
   synth->add_option("--window", o->window, "sliding window (default 32)");
   synth->add_option("--period", o->period, "every N-th layer is global (default 3; gemma4's last layer is always global)");
+  synth->add_option("--script", o->script,
+                    "make the model continue each token of TEXT with the next one, far ahead of all others "
+                    "(repeatable; special tokens allowed; each token may have one successor). Such a model has no "
+                    "other skill: it is for end-to-end tests of turn logic")
+      ->type_name("TEXT");
   synth->callback([o] { run_synth(*o); });
 }
 

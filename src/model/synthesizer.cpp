@@ -1,6 +1,7 @@
 #include "model/synthesizer.h"
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
 #include <string_view>
 
@@ -33,8 +34,11 @@ class ModelWriter {
     return v;
   }
 
-  void matrix(const std::string& name, GgmlType type, int64_t cols, int64_t rows, float stddev) {
-    const auto v = values(name, cols * rows, [stddev](SplitMix64& r) { return r.normal() * stddev; });
+  // `edit` may change the drawn values (row-major, `cols` per row) before they are stored.
+  void matrix(const std::string& name, GgmlType type, int64_t cols, int64_t rows, float stddev,
+              const std::function<void(std::vector<float>&)>& edit = {}) {
+    auto v = values(name, cols * rows, [stddev](SplitMix64& r) { return r.normal() * stddev; });
+    if (edit) edit(v);
     writer_.add_tensor(name, type, {cols, rows}, quantize_row(type, v));
   }
 
@@ -105,6 +109,29 @@ uint32_t file_type_of(GgmlType type) {
 }
 
 }  // namespace
+
+std::map<int32_t, int32_t> script_successors(const std::vector<std::vector<int32_t>>& script, int64_t n_vocab,
+                                             int n_embd) {
+  std::map<int32_t, int32_t> successors;
+  for (const auto& sequence : script) {
+    for (int32_t token : sequence) {
+      if (token < 0 || token >= n_vocab) fail("synth: script token {} is outside the vocabulary", token);
+    }
+    for (size_t i = 0; i + 1 < sequence.size(); ++i) {
+      const auto [it, inserted] = successors.emplace(sequence[i], sequence[i + 1]);
+      if (!inserted && it->second != sequence[i + 1]) {
+        fail("synth: script token {} is followed by {} in one place and by {} in another; each token can have "
+             "one successor only",
+             sequence[i], it->second, sequence[i + 1]);
+      }
+    }
+  }
+  if (successors.size() > static_cast<size_t>(n_embd)) {
+    fail("synth: the script has {} tokens with a successor, more than the embedding size {}", successors.size(),
+         n_embd);
+  }
+  return successors;
+}
 
 SynthOptions default_synth_options(ModelArch arch) {
   SynthOptions o;
@@ -178,7 +205,28 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
   // sqrt(n_embd) input scale against ~1 per block), so the tied output does not simply predict
   // the input token again; the final norm's large weights give logits a spread of a few units,
   // so argmax decisions are rarely near-ties.
-  model.matrix("token_embd.weight", o.embedding_type, o.n_embd, n_vocab, 0.5f / std::sqrt(static_cast<float>(o.n_embd)));
+  //
+  // A scripted model gives each scripted token its own embedding axis (one-hot), adds nothing in
+  // the layers (zero post-norms), and has an untied output whose row for a successor points
+  // along its predecessor's axis: the logit of the scripted successor is ~64 before the final
+  // softcap, every other logit is within a unit or so of zero.
+  const std::map<int32_t, int32_t> successors = script_successors(o.script, n_vocab, o.n_embd);
+  const bool scripted = !successors.empty();
+  const int64_t cols = o.n_embd;
+  model.matrix("token_embd.weight", o.embedding_type, o.n_embd, n_vocab, 0.5f / std::sqrt(static_cast<float>(o.n_embd)),
+               [&](std::vector<float>& v) {
+                 int64_t axis = 0;
+                 for (const auto& [token, next] : successors) {
+                   std::fill_n(v.begin() + token * cols, cols, 0.0f);
+                   v[token * cols + axis++] = 1.0f;
+                 }
+               });
+  if (scripted) {
+    model.matrix("output.weight", o.embedding_type, o.n_embd, n_vocab, 0.002f, [&](std::vector<float>& v) {
+      int64_t axis = 0;
+      for (const auto& [token, next] : successors) v[next * cols + axis++] = 1.0f;
+    });
+  }
   if (gemma4) {
     // Proportional RoPE as llama.cpp encodes it: factor 1 for rotated pairs, 1e30 (frequency ~0,
     // an identity rotation) for the rest.
@@ -209,12 +257,19 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     const float qk_norm = gemma4 ? 1.0f / std::sqrt(std::sqrt(static_cast<float>(head_dim))) : 1.0f;
     model.norm(name("attn_q_norm"), head_dim, qk_norm);
     model.norm(name("attn_k_norm"), head_dim, qk_norm);
-    model.norm(name("post_attention_norm"), o.n_embd);
+    const auto post_norm = [&](const std::string& tensor) {
+      if (scripted) {
+        model.f32(tensor, std::vector<float>(static_cast<size_t>(o.n_embd), 0.0f));
+      } else {
+        model.norm(tensor, o.n_embd);
+      }
+    };
+    post_norm(name("post_attention_norm"));
     model.norm(name("ffn_norm"), o.n_embd);
     model.matrix(name("ffn_gate"), o.weight_type, o.n_embd, o.n_ff, in_std);
     model.matrix(name("ffn_up"), o.weight_type, o.n_embd, o.n_ff, in_std);
     model.matrix(name("ffn_down"), o.weight_type, o.n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_ff)));
-    model.norm(name("post_ffw_norm"), o.n_embd);
+    post_norm(name("post_ffw_norm"));
     if (gemma4) {
       model.f32(name("layer_output_scale"), model.values(name("layer_output_scale"), 1, [](SplitMix64& r) {
         return static_cast<float>(0.5 + r.uniform());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,20 @@ struct SynthOptions {
   bool global_v_equals_k = true;    // Gemma 4 global layers without attn_v
   float rope_scaling_factor = 8.0f; // Gemma 3 global layers, linear
   std::string name = "channel-synthetic";
+  // Scripted continuations, for end-to-end tests of the engine's turn logic: each sequence's
+  // token i is followed by token i + 1 with a logit far above all others (the layers add
+  // nothing to the residual stream and the output matrix maps each scripted token to its
+  // successor). A token may have one successor only; at most n_embd tokens have one.
+  std::vector<std::vector<int32_t>> script;
 };
 
 // Fills in Gemma-3/Gemma-4 specific defaults that differ (used by the CLI before applying flags).
 SynthOptions default_synth_options(ModelArch arch);
+
+// The successor of each scripted token; throws channel::Error for a token with two different
+// successors, an id outside the vocabulary, or more scripted tokens than embedding dimensions.
+std::map<int32_t, int32_t> script_successors(const std::vector<std::vector<int32_t>>& script, int64_t n_vocab,
+                                             int n_embd);
 
 // Validates the geometry (block sizes, head counts) and writes the model; throws channel::Error.
 void synthesize_model(const SynthOptions& options, const std::string& out_path);
