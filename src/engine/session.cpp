@@ -209,7 +209,12 @@ int32_t Session::sample_next() {
   if (suppress_thinking_ && special_.channel_open >= 0) masked.push_back(special_.channel_open);
   if (mask_channel_close_once_ && special_.channel_close >= 0) masked.push_back(special_.channel_close);
   mask_channel_close_once_ = false;
+  if (suppress_critique_) masked.insert(masked.end(), special_.critique.begin(), special_.critique.end());
   return sampler_.sample(logits_.row(0), masked, recent_);
+}
+
+bool Session::ends_line(int32_t token) const {
+  return token == special_.newline || token == special_.paragraph || tokenizer_.token_text(token).ends_with('\n');
 }
 
 Boundary Session::boundary_after(int32_t token, std::string_view piece) const {
@@ -241,6 +246,8 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
   recent_.clear();
   syntax_.reset();
   previous_ = before_previous_ = -1;
+  // A held newline fed on resume starts a thought line like any other.
+  suppress_critique_ = resume_token && in_thought_ && ends_line(*resume_token);
   if (resume_token) feed(*resume_token);
   uint32_t thinking = 0, response = 0;
   const auto start = Clock::now();
@@ -268,6 +275,7 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
       // the thought may not close it again.
       in_thought_ = true;
       thinking = 0;
+      suppress_critique_ = false;
       context_.ring().mark_span(kv::SpanType::Thought);
       feed(current);
       current = sample_next();
@@ -285,6 +293,7 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
       // Out of the thought channel, for good: one thinking phase per turn.
       in_thought_ = false;
       suppress_thinking_ = true;
+      suppress_critique_ = false;
       context_.ring().mark_span(kv::SpanType::ResponseSentence);
       feed(current);
       current = sample_next();
@@ -354,6 +363,8 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
     }
     feed(current);
     recent_.push_back(current);
+    // A thought line may not open with self-critique ("Wait", "Actually", ...), as in the original.
+    suppress_critique_ = in_thought_ && ends_line(current);
     if (in_thought_ && special_.has_thinking() &&
         ((thinking >= config_.thinking_budget && ends_a_sentence(piece)) || thinking >= config_.thinking_budget + 32)) {
       // Thinking budget spent: the bridge text closes the thought and the answer follows.
@@ -363,6 +374,7 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
       }
       in_thought_ = false;
       suppress_thinking_ = true;
+      suppress_critique_ = false;
       feed(special_.channel_close);
     }
     current = sample_next();

@@ -94,6 +94,7 @@ class Session {
   // `resume_token`: a token already streamed to the client that must be fed first (resume).
   void decode_burst(SessionEvents& events, std::optional<int32_t> resume_token = std::nullopt);
   Boundary boundary_after(int32_t token, std::string_view piece) const;
+  bool ends_line(int32_t token) const;
   float top_two_margin() const;
   void feed(int32_t token);
   int32_t sample_next();
@@ -115,6 +116,7 @@ class Session {
   bool in_thought_ = false;            // inside <|channel>thought ... <channel|>
   bool suppress_thinking_ = true;      // <|channel> may not be sampled
   bool mask_channel_close_once_ = false;  // first token of a thought may not close it
+  bool suppress_critique_ = false;        // the next thought token starts a line
   std::optional<int32_t> pending_yield_;  // streamed at an elastic yield, not yet fed
   SyntaxTracker syntax_;                   // of the current burst's text
   int32_t previous_ = -1, before_previous_ = -1;  // last streamed tokens of the burst

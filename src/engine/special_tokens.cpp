@@ -26,6 +26,11 @@ SpecialTokens SpecialTokens::find(const Tokenizer& tokenizer, ModelArch arch) {
                              "<audio_soft_token>", "<start_of_image>", "<end_of_image>"}) {
     if (const int32_t id = tokenizer.find_token(marker); id >= 0) t.never_sampled.push_back(id);
   }
+  // The original masks these ids of the Gemma 4 vocabulary; they are found here by their text.
+  for (const char* word : {"Wait", "\u2581Wait", "wait", "\u2581wait", "WAIT", "\u2581WAIT", "Actually", "\u2581Actually",
+                           "actually", "\u2581actually", "But", "but", "However", "however"}) {
+    if (const int32_t id = tokenizer.find_token(word); id >= 0) t.critique.push_back(id);
+  }
   return t;
 }
 

@@ -26,6 +26,9 @@ struct SpecialTokens {
   int32_t paragraph = -1;       // "\n\n"
   // Ids never sampled: padding and the multimodal markers a text engine cannot follow up.
   std::vector<int32_t> never_sampled;
+  // Self-critique openers ("Wait", "Actually", "But", "However" as the original lists them),
+  // masked at the start of a line inside a thought.
+  std::vector<int32_t> critique;
 
   static SpecialTokens find(const Tokenizer& tokenizer, ModelArch arch);
   bool has_thinking() const { return channel_open >= 0 && channel_close >= 0; }

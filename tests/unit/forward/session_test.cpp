@@ -16,13 +16,15 @@ using testing::TempDir;
 
 struct Recorder : SessionEvents {
   std::vector<int32_t> tokens;
+  std::vector<bool> in_thought;  // per token
   std::vector<EngineStatus> statuses;
   std::vector<TurnSummary> turns;
   std::vector<std::pair<std::string, std::string>> tool_calls;
   std::atomic<bool>* abort_after_first_token = nullptr;
 
-  void token(int32_t id, int64_t, std::string_view, bool) override {
+  void token(int32_t id, int64_t, std::string_view, bool thought) override {
     tokens.push_back(id);
+    in_thought.push_back(thought);
     if (abort_after_first_token) *abort_after_first_token = true;
   }
   void status(const StatusReport& report) override { statuses.push_back(report.status); }
@@ -37,13 +39,25 @@ class SessionTest : public ::testing::Test {
   void SetUp() override {
     const auto vocab = testing::peer_gemma4_vocab();
     if (!vocab) GTEST_SKIP() << "llama.cpp peer not installed (scripts/install-peer.sh)";
+    model_ = Model::load(testing::synthesize(dir_, synth_options(vocab->string()), "m.gguf"));
+  }
+
+  static SynthOptions synth_options(const std::string& vocab) {
     SynthOptions o = default_synth_options(ModelArch::Gemma4);
     o.n_layer = 2;
     o.sliding_period = 2;
     o.n_embd = 64;
     o.n_ff = 64;
-    o.vocab_path = vocab->string();
-    model_ = Model::load(testing::synthesize(dir_, o, "m.gguf"));
+    o.vocab_path = vocab;
+    return o;
+  }
+
+  // A model that writes `script` (tokenized with the vocabulary) after its first token.
+  void use_scripted_model(std::string_view script) {
+    SynthOptions o = synth_options(testing::peer_gemma4_vocab()->string());
+    const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(o.vocab_path));
+    o.script = {tokenizer.encode(script, /*add_special=*/false, /*parse_special=*/true)};
+    model_ = Model::load(testing::synthesize(dir_, o, "scripted.gguf"));
   }
 
   std::unique_ptr<Session> make_session(uint32_t max_tokens) {
@@ -91,6 +105,32 @@ TEST_F(SessionTest, AbortStopsDecodingWithinOneToken) {
   ASSERT_EQ(events.turns.size(), 1u);
   EXPECT_EQ(events.turns[0].reason, StopReason::Aborted);
   EXPECT_EQ(events.tokens.size(), 1u);
+}
+
+TEST_F(SessionTest, ThoughtLinesMayNotOpenWithSelfCritique) {
+  // The model writes "Alpha\nWait here" after <channel|> (the end of a plain user turn) and after
+  // "Alpha" wherever it stands; inside a thought "Wait" may not open a line.
+  use_scripted_model("<channel|>Alpha\nWait here<turn|>");
+  auto session = make_session(16);
+  const Tokenizer& tokenizer = session->tokenizer();
+  const int32_t wait = tokenizer.find_token("Wait");
+  const int32_t newline = tokenizer.find_token("\n");
+  ASSERT_GE(wait, 0);
+
+  Recorder answer;
+  session->input_text("Hi", 0, answer);
+  EXPECT_EQ(answer.tokens, (std::vector<int32_t>{tokenizer.find_token("Alpha"), newline, wait,
+                                                 tokenizer.find_token("\u2581here")}));
+
+  auto thinking = make_session(16);
+  Recorder thought;
+  thinking->input_text("<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\nAlpha", kInputFlagRaw | kInputFlagReason,
+                       thought);
+  ASSERT_GE(thought.tokens.size(), 2u);
+  EXPECT_EQ(thought.tokens[0], newline);
+  EXPECT_TRUE(thought.in_thought[0]);
+  const SpecialTokens special = SpecialTokens::find(tokenizer, ModelArch::Gemma4);
+  for (int32_t critique : special.critique) EXPECT_NE(thought.tokens[1], critique);
 }
 
 TEST_F(SessionTest, BadTokenIdsAreRefusedAndChangeNothing) {
