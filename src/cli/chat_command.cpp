@@ -15,6 +15,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "engine/session.h"
 
 namespace channel::cli {
@@ -71,8 +72,8 @@ class ConsoleEvents final : public SessionEvents {
                summary.tokens_per_second);
     last_reason = summary.reason;
   }
-  void tool_call(std::string_view name, std::string_view arguments) override {
-    fmt::print("\n[tool call] {} {}\n", name, display(arguments));
+  void tool_call(const ToolCall& call) override {
+    fmt::print("\n[tool call] {} {}\n", display(call.name), call.json_arguments ? *call.json_arguments : display(call.arguments));
   }
   StopReason last_reason = StopReason::EndOfTurn;
 
@@ -112,8 +113,7 @@ void run_probe(Session& session, std::string_view arguments, ConsoleEvents& even
   std::vector<std::string> parts;
   std::stringstream stream{std::string(arguments)};
   for (std::string part; std::getline(stream, part, '|');) {
-    const size_t first = part.find_first_not_of(' '), last = part.find_last_not_of(' ');
-    parts.push_back(first == std::string::npos ? "" : part.substr(first, last - first + 1));
+    parts.emplace_back(trim(part, " "));
   }
   if (parts.empty() || parts[0].empty()) fail("usage: /probe QUESTION | CANDIDATE | CANDIDATE ...");
   const std::vector<std::string> candidates(parts.begin() + 1, parts.end());

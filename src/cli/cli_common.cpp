@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace channel::cli {
 
@@ -16,10 +17,7 @@ std::vector<int32_t> parse_token_list(const std::string& text) {
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(pos, comma - pos);
-    const size_t first = item.find_first_not_of(" \t");
-    const size_t last = item.find_last_not_of(" \t");
-    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
+    const std::string_view item = trim(std::string_view(text).substr(pos, comma - pos), " \t");
     int32_t value = 0;
     const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || error != std::errc() || end != item.data() + item.size()) {

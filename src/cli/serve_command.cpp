@@ -18,6 +18,7 @@ struct ServeOptions {
   int threads = 1;
   uint32_t max_tokens = 128;
   uint64_t seed = 0;
+  bool tool_call_json = false;
   // Accepted for compatibility with the original engine's command line.
   bool gpu = false, q4 = false, q8 = false, no_memory = false, quiescence = false;
   std::string quant, memory;
@@ -54,6 +55,9 @@ void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
       ->capture_default_str();
   app.add_option("--seed", o.seed, "sampler seed")->capture_default_str();
   add_threads_option(app, o.threads);
+  app.add_flag("--tool-call-json", o.tool_call_json,
+               "Channel extension: OP_TOOL_CALL carries the arguments as JSON instead of Gemma's notation (the "
+               "notation is kept when it does not convert)");
   app.add_flag("--gpu", o.gpu, "accepted for compatibility; this build runs on the CPU");
   app.add_flag("--q4,--mixed,--q4-mixed", o.q4, "accepted for compatibility (weights keep their GGUF types)");
   app.add_flag("--q8", o.q8, "accepted for compatibility (weights keep their GGUF types)");
@@ -76,9 +80,13 @@ int run_serve(const ServeOptions& o, const CLI::App& app) {
   SessionConfig config;
   config.max_tokens = o.max_tokens;
   config.sampler.seed = o.seed;
+  // As the original: --quiescence means threshold 0.001, --quiescence-threshold sets it. The value
+  // is stored only: this build skips no layers.
+  if (o.quiescence) config.quiescence_threshold = 0.001f;
+  if (app.count("--quiescence-threshold") > 0) config.quiescence_threshold = o.quiescence_threshold;
   Session session(model, backend, config);
   fmt::print(stderr, "serving on stdin/stdout\n");
-  return server::serve(session, server::ServerOptions{});
+  return server::serve(session, server::ServerOptions{.tool_call_json = o.tool_call_json});
 }
 
 }  // namespace

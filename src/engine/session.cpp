@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/text.h"
+#include "engine/tool_call.h"
 #include "engine/turn_grammar.h"
 
 namespace channel {
@@ -32,12 +34,6 @@ double milliseconds_since(Clock::time_point start) {
 
 bool ends_a_sentence(std::string_view piece) {
   return !piece.empty() && std::string_view("\n.!?:").find(piece.back()) != std::string_view::npos;
-}
-
-std::string_view trim(std::string_view s, std::string_view characters) {
-  const size_t first = s.find_first_not_of(characters);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(characters) - first + 1);
 }
 
 }  // namespace
@@ -303,23 +299,16 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
       // A tool call: its body is collected silently up to <tool_call|>.
       feed(current);
       context_.ring().mark_span(kv::SpanType::ToolCall);
-      std::string text;
+      std::string notation, text;
       int32_t next = sample_next();
       while (next != special_.tool_call_close && next != special_.turn_close && next != special_.eos &&
-             text.size() < kMaxToolCallBytes && !abort_) {
-        text += tokenizer_.token_text(next);
+             notation.size() < kMaxToolCallBytes && !abort_) {
+        notation += tokenizer_.token_text(next);
+        text += tokenizer_.token_piece(next, /*render_special=*/true);
         feed(next);
         next = sample_next();
       }
-      const size_t colon = text.find(':');
-      const size_t brace = text.find('{');
-      const std::string_view body(text);
-      const std::string_view name =
-          trim(body.substr(colon == std::string::npos ? 0 : colon + 1,
-                           brace == std::string::npos ? std::string::npos : brace - (colon == std::string::npos ? 0 : colon + 1)),
-               " \t\n\r\xe2\x96\x81");
-      const std::string_view arguments = brace == std::string::npos ? std::string_view("{}") : trim(body.substr(brace), " \t\n\r");
-      events.tool_call(name, arguments);
+      events.tool_call(parse_tool_call(notation, text));
       if (next == special_.tool_call_close) feed(next);
       reason = StopReason::ToolCall;
       break;

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/tool_call.h"
+
 namespace channel {
 
 enum class EngineStatus : uint8_t { Idle = 0, Encoding = 1, Generating = 2 };
@@ -37,7 +39,7 @@ class SessionEvents {
   virtual void token(int32_t id, int64_t clock, std::string_view piece, bool thought) = 0;
   virtual void status(const StatusReport& report) = 0;
   virtual void turn_complete(const TurnSummary& summary) = 0;
-  virtual void tool_call(std::string_view name, std::string_view arguments) = 0;
+  virtual void tool_call(const ToolCall& call) = 0;
 };
 
 }  // namespace channel

@@ -66,7 +66,8 @@ class InboundQueue {
 // Session events become frames tagged with the msg_id of the request that caused them.
 class FrameEvents final : public SessionEvents {
  public:
-  FrameEvents(FrameWriter& writer, uint16_t msg_id, bool is_gpu) : writer_(writer), msg_id_(msg_id), is_gpu_(is_gpu) {}
+  FrameEvents(FrameWriter& writer, uint16_t msg_id, const ServerOptions& options)
+      : writer_(writer), msg_id_(msg_id), options_(options) {}
 
   void send(const p::OutboundMessage& message) { writer_.send(p::encode_frame(msg_id_, message)); }
 
@@ -79,21 +80,22 @@ class FrameEvents final : public SessionEvents {
     send(frame);
   }
   void status(const StatusReport& report) override {
-    send(p::Status{static_cast<p::EngineStatus>(report.status), is_gpu_, report.active_slots, 0, report.flags,
+    send(p::Status{static_cast<p::EngineStatus>(report.status), options_.is_gpu, report.active_slots, 0, report.flags,
                    report.tokens_per_second, report.current, report.total});
   }
   void turn_complete(const TurnSummary& summary) override {
     send(p::TurnComplete{summary.tokens, summary.elapsed_ms, summary.tokens_per_second,
                          static_cast<p::StopReason>(summary.reason)});
   }
-  void tool_call(std::string_view name, std::string_view arguments) override {
-    send(p::ToolCall{1, std::string(name), std::string(arguments)});
+  void tool_call(const ToolCall& call) override {
+    const bool as_json = options_.tool_call_json && call.json_arguments;
+    send(p::ToolCall{1, call.name, as_json ? *call.json_arguments : call.arguments});
   }
 
  private:
   FrameWriter& writer_;
   uint16_t msg_id_;
-  bool is_gpu_;
+  const ServerOptions& options_;
 };
 
 void apply_config(const p::SetConfig& c, SessionConfig& config) {
@@ -193,7 +195,7 @@ int serve(Session& session, const ServerOptions& options) {
   FrameWriter writer(options.output_fd);
   InboundQueue queue;
   // Ready: one unsolicited idle status with msg_id 0.
-  FrameEvents(writer, 0, options.is_gpu).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
+  FrameEvents(writer, 0, options).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
   std::atomic<bool> reader_done{false};
   std::thread reader([&] {
     read_input(options.input_fd, session, queue);
@@ -205,11 +207,11 @@ int serve(Session& session, const ServerOptions& options) {
     std::optional<InboundItem> item = queue.pop();
     if (!item) break;
     if (auto* error = std::get_if<p::FrameError>(&item->content)) {
-      FrameEvents(writer, error->msg_id, options.is_gpu).send(p::ErrorMessage{error->reason});
+      FrameEvents(writer, error->msg_id, options).send(p::ErrorMessage{error->reason});
       continue;
     }
     const p::Frame& frame = std::get<p::Frame>(item->content);
-    FrameEvents events(writer, frame.header.msg_id, options.is_gpu);
+    FrameEvents events(writer, frame.header.msg_id, options);
     const auto decoded = p::decode_inbound(frame.header.opcode, frame.payload,
                                            static_cast<uint32_t>(session.tokenizer().n_vocab()));
     if (!decoded.ok()) {

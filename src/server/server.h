@@ -15,6 +15,9 @@ struct ServerOptions {
   int input_fd = 0;
   int output_fd = 1;
   bool is_gpu = false;
+  // Channel extension: OP_TOOL_CALL carries the arguments as JSON (when the model's notation
+  // converts) instead of the model's notation.
+  bool tool_call_json = false;
 };
 
 // Serves until EOF or OP_SHUTDOWN; returns the process exit code.

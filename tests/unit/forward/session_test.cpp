@@ -29,8 +29,8 @@ struct Recorder : SessionEvents {
   }
   void status(const StatusReport& report) override { statuses.push_back(report.status); }
   void turn_complete(const TurnSummary& summary) override { turns.push_back(summary); }
-  void tool_call(std::string_view name, std::string_view arguments) override {
-    tool_calls.emplace_back(std::string(name), std::string(arguments));
+  void tool_call(const ToolCall& call) override {
+    tool_calls.emplace_back(call.name, call.arguments);
   }
 };
 

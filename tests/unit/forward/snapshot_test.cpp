@@ -28,7 +28,7 @@ struct TokenRecorder : SessionEvents {
   void token(int32_t id, int64_t, std::string_view, bool) override { tokens.push_back(id); }
   void status(const StatusReport&) override {}
   void turn_complete(const TurnSummary&) override {}
-  void tool_call(std::string_view, std::string_view) override {}
+  void tool_call(const ToolCall&) override {}
 };
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
