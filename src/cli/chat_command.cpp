@@ -126,6 +126,23 @@ void run_probe(Session& session, std::string_view arguments, ConsoleEvents& even
   }
 }
 
+// /save PATH and /load PATH: the whole session (stream, turn state, settings) to or from a file.
+void run_snapshot_command(Session& session, std::string_view line) {
+  const std::string path(trim(line.substr(5)));
+  if (path.empty()) fail("usage: /save PATH or /load PATH");
+  if (line.starts_with("/save")) {
+    const SnapshotReport r = session.save_snapshot(path, "chat");
+    if (r.outcome == SnapshotOutcome::Exists) {
+      fmt::print("nothing new since the last save or load (clock {}); not written\n", r.clock);
+    } else {
+      fmt::print("saved {} (clock {}, {} active slots)\n", path, r.clock, r.active_slots);
+    }
+  } else {
+    const SnapshotReport r = session.load_snapshot(path);
+    fmt::print("loaded {} (clock {}, {} active slots)\n", path, r.clock, r.active_slots);
+  }
+}
+
 void chat(const ChatOptions& o) {
   auto model = load_model_verbose(o.model_path);
   cpu::CpuBackend backend(model, o.threads);
@@ -158,7 +175,7 @@ void chat(const ChatOptions& o) {
       } else if (line.starts_with("/system ")) {
         session.set_system(line.substr(8), events);
       } else if (line.starts_with("/save") || line.starts_with("/load")) {
-        fmt::print("snapshots are not supported by this build yet\n");
+        run_snapshot_command(session, line);
       } else if (line.starts_with("/")) {
         fmt::print("unknown command; {}", kHelp);
       } else {

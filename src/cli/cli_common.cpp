@@ -6,6 +6,8 @@
 #include <chrono>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/text.h"
 
@@ -33,6 +35,17 @@ std::shared_ptr<const Model> load_model_verbose(const std::string& path) {
   const auto start = std::chrono::steady_clock::now();
   fmt::print(stderr, "loading {} ...\n", path);
   auto model = Model::load(path);
+  if (const MappedFile* mapping = model->gguf().mapping()) {
+    // Progress on a terminal; a log gets the summary line below only.
+    const bool terminal = ::isatty(STDERR_FILENO) != 0;
+    mapping->prefetch([terminal](size_t done, size_t total) {
+      if (terminal) {
+        fmt::print(stderr, "\rreading weights {:3.0f}% ({:.2f} / {:.2f} GiB)", 100.0 * done / total,
+                   done / double(1 << 30), total / double(1 << 30));
+        if (done == total) fmt::print(stderr, "\r\x1b[K");
+      }
+    });
+  }
   const auto& c = model->config();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr, "loaded {} model '{}': {} layers, embedding {}, vocabulary {} ({:.2f} s)\n",

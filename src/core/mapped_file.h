@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -20,6 +21,11 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+
+  // Reads every page once, so the first forward pass does not stall on page faults; calls
+  // `progress(done, total)` after each piece (bytes). A user sees the load advance, as in
+  // llama.cpp, instead of a long first turn.
+  void prefetch(const std::function<void(size_t done, size_t total)>& progress) const;
   const std::string& path() const { return path_; }
 
  private:

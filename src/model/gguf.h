@@ -103,6 +103,8 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   const GgufTensorInfo& require_tensor(std::string_view name) const;
   std::span<const uint8_t> tensor_bytes(const GgufTensorInfo& tensor) const;
+  // The file's mapping (null for parse()).
+  const MappedFile* mapping() const { return mapping_.get(); }
 
  private:
   std::shared_ptr<MappedFile> mapping_;  // null for parse()
