@@ -130,9 +130,11 @@ void Session::input_tokens(std::span<const int32_t> tokens, uint8_t flags, Sessi
   if (tokens.empty()) fail("the input has no tokens");
   start_request();
   pending_yield_.reset();  // a barge-in drops the token held at a yield
+  // As the original: the user boundary is marked before a barge-in closes the model's turn, so
+  // the closing <turn|> and the new turn form one span (the close relabels it turn_end).
+  context_.ring().mark_span(kv::SpanType::User);
   if (!tokens.empty() && tokens.front() != special_.turn_close) close_open_turn();
   set_anchors_for_first_input(tokens, /*whole_input=*/false);
-  context_.ring().mark_span(kv::SpanType::User);
   if (!prefill(tokens, events)) {
     events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::Aborted});
     report_idle(events, 0.0f, 0);
@@ -364,6 +366,7 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
       in_thought_ = false;
       suppress_thinking_ = true;
       suppress_critique_ = false;
+      thinking = 0;  // as the original: TURN_COMPLETE's count restarts after the bridge
       feed(special_.channel_close);
     }
     current = sample_next();
