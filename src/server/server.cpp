@@ -183,10 +183,11 @@ void read_input(int fd, Session& session, InboundQueue& queue) {
       }
     }
   }
-  // EOF (or a read error): the host is gone. Abort what runs, drop what waits, exit promptly.
+  // EOF (or a read error): the host is gone. Drop what waits, then abort what runs (in this
+  // order, so the main loop cannot start a queued request between the two), and exit promptly.
   // After OP_SHUTDOWN the requests queued before it still run, as in the original.
-  if (!shutting_down) session.abort_flag() = true;
   queue.close(/*drop_pending=*/!shutting_down);
+  if (!shutting_down) session.abort_flag() = true;
 }
 
 }  // namespace

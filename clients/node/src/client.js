@@ -282,17 +282,43 @@ export class Client extends EventEmitter {
     return this.#send(framing.pingFrame);
   }
 
+  /**
+   * Writes `bytes` (a Buffer or Uint8Array) to the engine's stdin as they are: no framing and
+   * no msgId of this client's sequence. For robustness tests (malformed frames, garbage between
+   * frames); a frame sent this way that gets a reply should carry a msgId the client is not
+   * using (see #send: ids run 1, 2, 3, ...).
+   */
+  sendRaw(bytes) {
+    this.#writable().write(bytes);
+  }
+
+  /**
+   * Closes the engine's stdin without OP_SHUTDOWN: the engine sees EOF (it aborts what runs,
+   * drops what waits and exits). Resolves to {code, signal} once the process has ended.
+   */
+  closeInput() {
+    if (!this.#child) throw new Error('client not started');
+    this.#child.stdin.end();
+    return this.#exited;
+  }
+
   // -- internals -----------------------------------------------------------------------------
 
-  #send(encode, ...args) {
+  /** The engine's stdin; throws if the engine was not started, has exited or its input is closed. */
+  #writable() {
     if (!this.#child) throw new Error('client not started');
     if (this.exitInfo || !this.#child.stdin.writable) {
       throw new EngineExitedError(this.exitInfo ?? { code: null, signal: null });
     }
+    return this.#child.stdin;
+  }
+
+  #send(encode, ...args) {
+    const stdin = this.#writable();
     const msgId = this.#nextId;
     // Ids wrap within 1..65535: 0 is reserved for unsolicited engine frames.
     this.#nextId = (msgId % 0xffff) + 1;
-    this.#child.stdin.write(encode(msgId, ...args));
+    stdin.write(encode(msgId, ...args));
     return msgId;
   }
 

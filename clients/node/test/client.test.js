@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, test } from 'node:test';
 
 import { Client, EngineExitedError } from '../src/client.js';
+import { pingFrame } from '../src/framing.js';
 import { STOP_ELASTIC_YIELD, STOP_END_OF_TURN, STOP_TOOL_CALL } from '../src/protocol.js';
 
 const FAKE_ENGINE = [process.execPath, fileURLToPath(new URL('./fixtures/fake-engine.js', import.meta.url))];
@@ -197,6 +198,30 @@ describe('Client', () => {
     const exited = nextEvent(client, 'exit');
     assert.deepEqual(await client.shutdown({ timeoutMs }), { code: 0, signal: null });
     assert.deepEqual(await exited, { code: 0, signal: null });
+  });
+
+  test('sendRaw writes bytes as they are, in order with framed requests', async () => {
+    const client = await startClient();
+    const frame = pingFrame(0x8001);
+    client.sendRaw(frame.subarray(0, 5)); // split anywhere: the engine reads a byte stream
+    client.sendRaw(new Uint8Array(frame.subarray(5)));
+    const pongs = [];
+    client.on('pong', (data) => pongs.push(data.msgId));
+    const msgId = client.ping();
+    await client.waitFor(({ event, data }) => event === 'pong' && data.msgId === msgId, { timeoutMs });
+    assert.deepEqual(pongs, [0x8001, msgId]);
+    assert.equal(msgId, 1, 'raw bytes take no msgId of the client');
+  });
+
+  test('closeInput is EOF without SHUTDOWN; later writes throw', async () => {
+    const client = await startClient();
+    assert.deepEqual(await client.closeInput(), { code: 0, signal: null });
+    assert.throws(() => client.sendRaw(pingFrame(1)), EngineExitedError);
+    assert.throws(() => client.ping(), EngineExitedError);
+  });
+
+  test('sendRaw before start throws', () => {
+    assert.throws(() => makeClient().sendRaw(Buffer.alloc(1)), /not started/);
   });
 
   test('a missing binary is reported as error and exit', async () => {
