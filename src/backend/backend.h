@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct Batch {
   std::span<const int32_t> tokens;
   std::span<const int32_t> positions;
   std::span<const uint32_t> slots;
+  // Asked before each layer (if set): once it answers true, forward() stops and returns false.
+  // The batch's slots then hold the KV of some layers only; the caller restores them
+  // (StreamContext does).
+  std::function<bool()> cancelled;
 };
 
 // The slots each layer type reads, in chronological order, including the batch's own slots.
@@ -65,7 +70,8 @@ struct Logits {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual void forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+  // Runs the batch; false if it was cancelled (Batch::cancel) before its last layer.
+  virtual bool forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
                        std::span<const int32_t> candidates, Logits& out) = 0;
 
   // Moves the keys of `slots` `delta` positions forward (the Givens rotation RoPE composes

@@ -13,7 +13,7 @@
 namespace channel {
 namespace {
 
-// Prefill chunk: small enough that an abort is noticed promptly.
+// Prefill chunk: progress is reported after each (an abort is noticed between any two layers).
 constexpr size_t kPrefillChunk = 64;
 // The first input of a session without a system prompt anchors at most this many tokens.
 constexpr size_t kMaxImplicitAnchors = 512;
@@ -86,10 +86,15 @@ void Session::close_open_turn() {
 bool Session::prefill(std::span<const int32_t> tokens, SessionEvents& events) {
   StatusReport report{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())};
   events.status(report);
+  Logits chunk_logits;
   for (size_t done = 0; done < tokens.size();) {
-    if (abort_) return false;
     const size_t n = std::min(kPrefillChunk, tokens.size() - done);
-    context_.append(tokens.subspan(done, n), LogitsWanted::Last, logits_);
+    // An abort stops the chunk between two layers and leaves no trace of it: the stream (and
+    // the last logits) end with the chunks done before.
+    if (!context_.append(tokens.subspan(done, n), LogitsWanted::Last, chunk_logits, {}, [this] { return abort_.load(); })) {
+      return false;
+    }
+    logits_ = std::move(chunk_logits);
     done += n;
     report.active_slots = active_slots();
     report.current = static_cast<uint32_t>(done);

@@ -40,8 +40,16 @@ void StreamContext::restore(const kv::RingState& ring, const KvBlob& kv) {
   ring_.restore(ring);    // accepted above
 }
 
-void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
-                           std::span<const int32_t> candidates) {
+void StreamContext::undo_chunk(const kv::RingState& ring_before, const std::vector<kv::Rotation>& rotations,
+                               const KvBlob& overwritten) {
+  ring_.restore(ring_before);
+  // rotate_keys works from the keys as written, so moving back by -delta is exact.
+  for (auto it = rotations.rbegin(); it != rotations.rend(); ++it) backend_.rotate_keys(it->slots, -it->delta);
+  if (!overwritten.slots.empty()) backend_.write_kv(overwritten);
+}
+
+bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
+                           std::span<const int32_t> candidates, const std::function<bool()>& cancelled) {
   if (tokens.empty()) fail("nothing to evaluate: the token list is empty");
   for (int32_t token : tokens) {
     if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary (0..{})", token, n_vocab_ - 1);
@@ -54,17 +62,39 @@ void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
   out.n_rows = 0;
   size_t done = 0;
   while (done < tokens.size()) {
+    if (cancelled && cancelled()) return false;
     const size_t n = std::min<size_t>({tokens.size() - done, kMaxChunk, ring_.max_batch()});
     const bool last_chunk = done + n == tokens.size();
+    // A cancellable chunk keeps what it would destroy: the ring's state and the KV of the live
+    // slots it overwrites (only once the ring has wrapped).
+    kv::RingState ring_before;
+    std::vector<uint32_t> live_before;
+    if (cancelled) {
+      ring_before = ring_.state();
+      live_before = ring_.global_view().to_vector();
+      std::sort(live_before.begin(), live_before.end());
+    }
     const kv::Placement placement = ring_.append(static_cast<uint32_t>(n));
     apply(placement.rotations);
     assert(ring_.max_global_distance() < kv::kMaxRelativeDistance);
     const LogitsWanted chunk_wanted = wanted == LogitsWanted::All ? LogitsWanted::All
                                       : last_chunk                ? wanted
                                                                   : LogitsWanted::None;
-    const Batch batch{tokens.subspan(done, n), placement.positions, placement.slots};
-    backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted,
-                     chunk_wanted == LogitsWanted::Candidates ? candidates : std::span<const int32_t>(), chunk_logits);
+    KvBlob overwritten;
+    if (cancelled) {
+      std::vector<uint32_t> slots;
+      for (uint32_t slot : placement.slots) {
+        if (std::binary_search(live_before.begin(), live_before.end(), slot)) slots.push_back(slot);
+      }
+      if (!slots.empty()) backend_.read_kv(slots, overwritten);
+    }
+    const Batch batch{tokens.subspan(done, n), placement.positions, placement.slots, cancelled};
+    if (!backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted,
+                          chunk_wanted == LogitsWanted::Candidates ? candidates : std::span<const int32_t>(),
+                          chunk_logits)) {
+      undo_chunk(ring_before, placement.rotations, overwritten);
+      return false;
+    }
     if (chunk_wanted != LogitsWanted::None) {
       out.n_cols = chunk_logits.n_cols;
       out.n_rows += chunk_logits.n_rows;
@@ -72,6 +102,7 @@ void StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
     }
     done += n;
   }
+  return true;
 }
 
 }  // namespace channel

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "backend/backend.h"
@@ -22,8 +23,13 @@ class StreamContext {
   // row, All every token's row (in order), Candidates the last token's logits of `candidates`
   // only. Token ids are checked before anything changes: an invalid id throws channel::Error
   // and leaves the stream as it was.
-  void append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
-              std::span<const int32_t> candidates = {});
+  //
+  // `cancelled` (an abort) is asked before every layer of every chunk. Once it answers true,
+  // append returns false: the chunks already done stay in the stream, the interrupted chunk
+  // leaves no trace (the ring's state, moved keys and the KV of the slots it overwrote are put
+  // back).
+  bool append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
+              std::span<const int32_t> candidates = {}, const std::function<bool()>& cancelled = {});
 
   // Probes: tokens appended between begin_transient() and rollback() leave no trace.
   int64_t begin_transient() { return ring_.begin_transient(); }
@@ -42,6 +48,9 @@ class StreamContext {
 
  private:
   void apply(const std::vector<kv::Rotation>& rotations);
+  // Puts the stream back as it was before a chunk that was cancelled halfway.
+  void undo_chunk(const kv::RingState& ring_before, const std::vector<kv::Rotation>& rotations,
+                  const KvBlob& overwritten);
 
   Backend& backend_;
   int n_vocab_;

@@ -90,7 +90,7 @@ void CpuBackend::validate(const Batch& batch, const AttentionView& view, LogitsW
   }
 }
 
-void CpuBackend::forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+bool CpuBackend::forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
                          std::span<const int32_t> candidates, Logits& out) {
   validate(batch, view, wanted, candidates);
   const ModelConfig& config = model_->config();
@@ -105,10 +105,12 @@ void CpuBackend::forward(const Batch& batch, const AttentionView& view, LogitsWa
 
   embed(batch);
   for (int il = 0; il < config.n_layer; ++il) {
+    if (batch.cancelled && batch.cancelled()) return false;
     attention_block(il, batch, config.layers[il].sliding ? view.sliding_slots : view.global_slots);
     ffn_block(il, n_tokens);
   }
   output_logits(n_tokens, wanted, candidates, out);
+  return true;
 }
 
 void CpuBackend::embed(const Batch& batch) {

@@ -18,7 +18,7 @@ class CpuBackend final : public Backend {
 
   // Throws channel::Error (leaving the KV cache untouched) for token ids outside the
   // vocabulary, slots outside the cache, negative positions or mismatched batch spans.
-  void forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+  bool forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
                std::span<const int32_t> candidates, Logits& out) override;
 
   void rotate_keys(std::span<const uint32_t> slots, int64_t delta) override;

@@ -80,6 +80,45 @@ TEST_P(Rollback, TransientTokensLeaveNoTraceAfterTheRingWrapped) {
   EXPECT_EQ(actual.values, expected.values);  // bit-identical
 }
 
+TEST_P(Rollback, ChunksCancelledBetweenLayersLeaveNoTrace) {
+  // An abort stops a prefill chunk after some layers have written their KV into slots that held
+  // live tokens (the ring has wrapped) and after the chunk moved the anchors: the stream must go
+  // on exactly as if the chunk had never started.
+  TempDir dir;
+  const auto model = Model::load(testing::synthesize(dir, small_model(GetParam()), "m.gguf"));
+  const int n_vocab = model->config().n_vocab;
+  const uint32_t anchors = 3800;  // a 168-slot ring: it wraps and the anchors move often
+  const int64_t stream_length = anchors + 400;
+
+  cpu::CpuBackend plain_backend(model, 2);
+  StreamContext plain(plain_backend, model->config());
+  plain.ring().set_anchor_count(anchors);
+  cpu::CpuBackend cancelled_backend(model, 2);
+  StreamContext cancelled(cancelled_backend, model->config());
+  cancelled.ring().set_anchor_count(anchors);
+  feed(plain, stream_length, 97, n_vocab);
+  feed(cancelled, stream_length, 97, n_vocab);
+
+  Logits logits;
+  for (int round = 0; round < 24; ++round) {
+    int checks = 0;  // the chunk loop asks once, then each layer: stop before the second layer
+    const auto stop_after_one_layer = [&checks] { return ++checks > 2; };
+    EXPECT_FALSE(cancelled.append(tokens_from(9000 + round, 64, n_vocab), LogitsWanted::Last, logits, {},
+                                  stop_after_one_layer));
+    EXPECT_EQ(checks, 3);
+    const auto real = tokens_from(cancelled.clock(), 37, n_vocab);
+    ASSERT_TRUE(plain.append(real, LogitsWanted::Last, logits));
+    ASSERT_TRUE(cancelled.append(real, LogitsWanted::Last, logits));
+    ASSERT_EQ(cancelled.ring().state(), plain.ring().state()) << "round " << round;
+  }
+  ASSERT_GT(cancelled.ring().oldest_live_clock(), anchors + 500) << "the ring has wrapped";
+  const auto next = tokens_from(stream_length + 5000, 3, n_vocab);
+  Logits expected, actual;
+  plain.append(next, LogitsWanted::All, expected);
+  cancelled.append(next, LogitsWanted::All, actual);
+  EXPECT_EQ(actual.values, expected.values);  // bit-identical
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, Rollback, ::testing::Values(ModelArch::Gemma3, ModelArch::Gemma4),
                          [](const auto& info) { return std::string(info.param == ModelArch::Gemma3 ? "gemma3" : "gemma4"); });
 
