@@ -1,4 +1,4 @@
-// Shared support of the Node end-to-end tests (`node --test node/` from tests/e2e): the real
+// Shared support of the Node end-to-end tests (`node --test node/*.test.mjs` from tests/e2e): the real
 // `channel` binary in --serve mode, driven through the Node client in clients/node.
 //
 // Environment: CHANNEL_BINARY (the engine) and CHANNEL_VOCAB (a Gemma 4 vocabulary GGUF to
