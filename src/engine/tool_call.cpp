@@ -113,18 +113,24 @@ class NotationReader {
   size_t pos_ = 0;
 };
 
+// Where the arguments begin: the first '{' after the first ':' (npos if none).
+size_t arguments_start(std::string_view body) {
+  const size_t colon = body.find(':');
+  return body.find('{', colon == std::string_view::npos ? 0 : colon + 1);
+}
+
 }  // namespace
 
 ToolCall parse_tool_call(std::string_view notation, std::string_view text) {
   const size_t colon = notation.find(':');
   const size_t name_start = colon == std::string_view::npos ? 0 : colon + 1;
-  const size_t brace = notation.find('{', name_start);
+  const size_t brace = arguments_start(notation);
   ToolCall call;
   const std::string_view name =
       notation.substr(name_start, brace == std::string_view::npos ? std::string_view::npos : brace - name_start);
   call.name = std::string(trim(name, " \t\n\r\xe2\x96\x81"));
   call.arguments = brace == std::string_view::npos ? "{}" : std::string(trim(notation.substr(brace)));
-  const size_t text_brace = text.find('{', text.find(':') == std::string_view::npos ? 0 : text.find(':') + 1);
+  const size_t text_brace = arguments_start(text);
   call.json_arguments = text_brace == std::string_view::npos ? std::optional<std::string>("{}")
                                                              : tool_arguments_to_json(text.substr(text_brace));
   return call;
