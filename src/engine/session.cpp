@@ -207,9 +207,14 @@ void Session::feed(int32_t token) {
   context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits_);
 }
 
-int32_t Session::sample_next() {
+std::vector<int32_t> Session::turn_mask() const {
   std::vector<int32_t> masked = special_.never_sampled;
   if (suppress_thinking_ && special_.channel_open >= 0) masked.push_back(special_.channel_open);
+  return masked;
+}
+
+int32_t Session::sample_next() {
+  std::vector<int32_t> masked = turn_mask();
   if (mask_channel_close_once_ && special_.channel_close >= 0) masked.push_back(special_.channel_close);
   mask_channel_close_once_ = false;
   if (suppress_critique_) masked.insert(masked.end(), special_.critique.begin(), special_.critique.end());
@@ -436,8 +441,7 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
   } else {
     Logits logits;
     context_.append(tokens, LogitsWanted::Last, logits);
-    std::vector<int32_t> masked = special_.never_sampled;
-    if (suppress_thinking_ && special_.channel_open >= 0) masked.push_back(special_.channel_open);
+    const std::vector<int32_t> masked = turn_mask();
     std::string text;
     const SamplerOptions live = sampler_.options();
     sampler_.set_options(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,

@@ -97,6 +97,9 @@ class Session {
   bool ends_line(int32_t token) const;
   float top_two_margin() const;
   void feed(int32_t token);
+  // Ids no token of the current turn state may be: never-sampled ones, <|channel> when thinking
+  // is suppressed. sample_next adds the one-token masks of the decode loop.
+  std::vector<int32_t> turn_mask() const;
   int32_t sample_next();
   void report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens);
   Snapshot capture_snapshot(std::string stream_id) const;
