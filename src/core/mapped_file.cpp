@@ -62,8 +62,9 @@ void MappedFile::prefetch(const std::function<void(size_t done, size_t total)>& 
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   for (size_t start = 0; start < size_; start += kPiece) {
     const size_t n = std::min(kPiece, size_ - start);
-    // Ask the kernel to read ahead, then touch each page so the read has happened when we return.
-    ::madvise(const_cast<uint8_t*>(data_ + start - start % page), n + start % page, MADV_WILLNEED);
+    // Ask the kernel to read ahead, then touch each page so the read has happened when we return
+    // (the mapping and every piece start on a page boundary).
+    ::madvise(const_cast<uint8_t*>(data_ + start), n, MADV_WILLNEED);
     uint8_t sink = 0;
     for (size_t offset = 0; offset < n; offset += page) sink ^= *static_cast<const volatile uint8_t*>(data_ + start + offset);
     static_cast<void>(sink);
