@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kv/geometry.h"
@@ -83,6 +84,10 @@ class Backend {
   // Writes `blob` back into its slots. Throws channel::Error, with nothing changed, when the
   // blob does not fit this model and geometry (layer count, sizes, slots, positions).
   virtual void write_kv(const KvBlob& blob) = 0;
+
+  // What the backend runs on, for logs, STATUS (is_gpu) and benchmark reports.
+  virtual std::string description() const = 0;
+  virtual bool is_gpu() const = 0;
 };
 
 }  // namespace channel

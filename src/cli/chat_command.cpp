@@ -11,7 +11,6 @@
 #include <string>
 #include <thread>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -27,7 +26,7 @@ constexpr std::string_view kHelp =
 
 struct ChatOptions {
   std::string model_path;
-  int threads = 1;
+  BackendChoice backend;
   uint32_t max_tokens = 512;
   float temperature = 0.7f;
   uint64_t seed = 0;
@@ -145,12 +144,12 @@ void run_snapshot_command(Session& session, std::string_view line) {
 
 void chat(const ChatOptions& o) {
   auto model = load_model_verbose(o.model_path);
-  cpu::CpuBackend backend(model, o.threads);
+  const auto backend = make_chosen_backend(model, o.backend);
   SessionConfig config;
   config.max_tokens = o.max_tokens;
   config.sampler.temperature = o.temperature;
   config.sampler.seed = o.seed;
-  Session session(model, backend, config);
+  Session session(model, *backend, config);
   std::atomic<bool> busy{false};
   const InterruptWatcher watcher(session.abort_flag(), busy);
   ConsoleEvents events;
@@ -200,7 +199,7 @@ void register_chat_command(CLI::App& app) {
   cmd->add_option("-n,--max-tokens", o->max_tokens, "response tokens per turn")->capture_default_str();
   cmd->add_option("--temp", o->temperature, "sampling temperature; 0 or less is greedy")->capture_default_str();
   cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
-  add_threads_option(*cmd, o->threads);
+  add_backend_options(*cmd, o->backend);
   cmd->callback([o] { chat(*o); });
 }
 

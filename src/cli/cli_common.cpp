@@ -12,6 +12,14 @@
 #include "core/text.h"
 
 namespace channel::cli {
+namespace {
+
+void add_threads_option(CLI::App& command, int& threads) {
+  threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  command.add_option("-t,--threads", threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+}
+
+}  // namespace
 
 std::vector<int32_t> parse_token_list(const std::string& text) {
   std::vector<int32_t> ids;
@@ -53,9 +61,26 @@ std::shared_ptr<const Model> load_model_verbose(const std::string& path) {
   return model;
 }
 
-void add_threads_option(CLI::App& command, int& threads) {
-  threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  command.add_option("-t,--threads", threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+void add_backend_options(CLI::App& command, BackendChoice& choice) {
+  add_threads_option(command, choice.options.threads);
+  command.add_option("--backend", choice.name, "compute backend: cpu or vulkan")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "vulkan"}));
+  command.add_flag("--gpu", choice.gpu, "run on the GPU (same as --backend vulkan)");
+  command.add_option("--gpu-device", choice.options.gpu_device,
+                     "Vulkan device index as `channel gpu list` shows it (default: the best one)");
+  command.add_option("--layers-per-submit", choice.options.layers_per_submit,
+                     "Vulkan: layers recorded per command-buffer submit")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+}
+
+std::unique_ptr<Backend> make_chosen_backend(std::shared_ptr<const Model> model, const BackendChoice& choice) {
+  BackendOptions options = choice.options;
+  options.kind = choice.gpu ? BackendKind::Vulkan : *parse_backend_kind(choice.name);
+  auto backend = make_backend(std::move(model), options);
+  fmt::print(stderr, "backend: {}\n", backend->description());
+  return backend;
 }
 
 void print_ids(const std::vector<int32_t>& ids) {

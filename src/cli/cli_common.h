@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend_factory.h"
 #include "model/model.h"
 
 namespace channel::cli {
@@ -18,8 +19,18 @@ std::vector<int32_t> parse_token_list(const std::string& text);
 // Loads a model, printing what it loaded (and how long it took) to stderr.
 std::shared_ptr<const Model> load_model_verbose(const std::string& path);
 
-// Adds --threads (default: all hardware threads) to a command.
-void add_threads_option(CLI::App& command, int& threads);
+// Adds the backend choice to a command: --backend cpu|vulkan, --gpu (= vulkan), --gpu-device N,
+// --layers-per-submit N and --threads (default: all hardware threads). The choice is read by make_chosen_backend.
+struct BackendChoice {
+  BackendOptions options;
+  std::string name = "cpu";
+  bool gpu = false;
+};
+void add_backend_options(CLI::App& command, BackendChoice& choice);
+
+// The backend the options chose (--gpu wins over --backend), with a line on stderr saying what
+// it runs on.
+std::unique_ptr<Backend> make_chosen_backend(std::shared_ptr<const Model> model, const BackendChoice& choice);
 
 // Writes ids space-separated on one line to stdout.
 void print_ids(const std::vector<int32_t>& ids);

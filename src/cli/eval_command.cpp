@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <memory>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -21,7 +20,7 @@ struct EvalOptions {
   std::string prompt;
   std::string logits_out;
   int greedy = 0;
-  int threads = 1;
+  BackendChoice backend;
 };
 
 void write_logits(const std::string& path, const Logits& logits) {
@@ -40,8 +39,8 @@ void run_eval(const EvalOptions& o) {
     const Tokenizer tokenizer = Tokenizer::from_gguf(model->gguf());
     tokens = tokenizer.encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
   }
-  cpu::CpuBackend backend(model, o.threads);
-  StreamContext context(backend, model->config());
+  const auto backend = make_chosen_backend(model, o.backend);
+  StreamContext context(*backend, model->config());
   Logits logits;
   context.append(tokens, LogitsWanted::All, logits);
   if (!o.logits_out.empty()) write_logits(o.logits_out, logits);
@@ -78,7 +77,7 @@ void register_eval_command(CLI::App& app) {
                    "write all-position logits here: raw little-endian f32, n_tokens x n_vocab");
   eval->add_option("--greedy", options->greedy, "after the sequence, greedily generate N tokens and print them")
       ->check(CLI::Range(0, 4096));
-  add_threads_option(*eval, options->threads);
+  add_backend_options(*eval, options->backend);
   eval->callback([options] {
     if (options->tokens.empty() && options->prompt.empty()) fail("eval needs --tokens or --prompt");
     run_eval(*options);

@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Channel: a Gemma inference engine (Gemma 3 and Gemma 4 GGUF models on the CPU)", "channel"};
+  CLI::App app{"Channel: a Gemma inference engine (Gemma 3 and Gemma 4 GGUF models)", "channel"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", "channel 0.1.0");
   channel::cli::register_run_command(app);
@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   channel::cli::register_model_commands(app);
   channel::cli::register_serve_command(app);
   channel::cli::register_kv_commands(app);
+  channel::cli::register_bench_command(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -26,7 +25,7 @@ struct RunOptions {
   float temperature = 0.0f;
   uint64_t seed = 0;
   bool raw = false;
-  int threads = 1;
+  BackendChoice backend;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -45,8 +44,8 @@ void run(const RunOptions& o) {
     if (id >= 0) stops.push_back(id);
   }
 
-  cpu::CpuBackend backend(model, o.threads);
-  StreamContext context(backend, config);
+  const auto backend = make_chosen_backend(model, o.backend);
+  StreamContext context(*backend, config);
   Sampler sampler(SamplerOptions{.temperature = o.temperature, .seed = o.seed});
   Detokenizer detokenizer(tokenizer);
   Logits logits;
@@ -89,7 +88,7 @@ void register_run_command(CLI::App& app) {
   run_cmd->add_option("--temp", o->temperature, "sampling temperature; 0 or less is greedy")->capture_default_str();
   run_cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
   run_cmd->add_flag("--raw", o->raw, "send the prompt as is, without the chat template");
-  add_threads_option(*run_cmd, o->threads);
+  add_backend_options(*run_cmd, o->backend);
   run_cmd->callback([o] { run(*o); });
 }
 

@@ -2,7 +2,6 @@
 // the binary wire protocol on stdin/stdout (logs on stderr).
 #include <fmt/format.h>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -15,12 +14,12 @@ namespace {
 struct ServeOptions {
   std::string model_path;
   bool serve = false;  // the top-level --serve flag
-  int threads = 1;
+  BackendChoice backend;
   uint32_t max_tokens = 128;
   uint64_t seed = 0;
   bool tool_call_json = false;
   // Accepted for compatibility with the original engine's command line.
-  bool gpu = false, q4 = false, q8 = false, no_memory = false, quiescence = false;
+  bool q4 = false, q8 = false, no_memory = false, quiescence = false;
   std::string quant, memory;
   int anchors = 32, window = 512, recall = 96, mem_capacity = 64;
   float quiescence_threshold = 0.0f;
@@ -28,9 +27,9 @@ struct ServeOptions {
 
 void warn_unsupported(const ServeOptions& o, const CLI::App& app) {
   const auto given = [&app](const char* name) { return app.count(name) > 0; };
-  if (o.gpu || o.q4 || o.q8 || given("--quant")) {
-    fmt::print(stderr, "channel: warning: this build runs on the CPU; --gpu/--q4/--q8/--quant are accepted and ignored "
-                       "(weights are used in the GGUF's own types)\n");
+  if (o.q4 || o.q8 || given("--quant")) {
+    fmt::print(stderr, "channel: warning: quantization on load is not built yet; --q4/--q8/--quant are accepted and "
+                       "ignored (weights are used in the GGUF's own types)\n");
   }
   if (given("--window") || given("--recall")) {
     fmt::print(stderr, "channel: warning: --window and --recall are ignored (the geometry is fixed: 4096 slots, 128 recall), "
@@ -54,11 +53,10 @@ void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
   app.add_option("-n,--max-tokens", o.max_tokens, "response tokens per decode burst (OP_SET_CONFIG can change it)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "sampler seed")->capture_default_str();
-  add_threads_option(app, o.threads);
+  add_backend_options(app, o.backend);
   app.add_flag("--tool-call-json", o.tool_call_json,
                "Channel extension: OP_TOOL_CALL carries the arguments as JSON instead of Gemma's notation (the "
                "notation is kept when it does not convert)");
-  app.add_flag("--gpu", o.gpu, "accepted for compatibility; this build runs on the CPU");
   app.add_flag("--q4,--mixed,--q4-mixed", o.q4, "accepted for compatibility (weights keep their GGUF types)");
   app.add_flag("--q8", o.q8, "accepted for compatibility (weights keep their GGUF types)");
   app.add_option("--quant", o.quant, "accepted for compatibility (weights keep their GGUF types)");
@@ -76,7 +74,7 @@ int run_serve(const ServeOptions& o, const CLI::App& app) {
   if (o.model_path.empty()) fail("--serve needs --model M");
   warn_unsupported(o, app);
   auto model = load_model_verbose(o.model_path);
-  cpu::CpuBackend backend(model, o.threads);
+  const auto backend = make_chosen_backend(model, o.backend);
   SessionConfig config;
   config.max_tokens = o.max_tokens;
   config.sampler.seed = o.seed;
@@ -84,9 +82,9 @@ int run_serve(const ServeOptions& o, const CLI::App& app) {
   // is stored only: this build skips no layers.
   if (o.quiescence) config.quiescence_threshold = 0.001f;
   if (app.count("--quiescence-threshold") > 0) config.quiescence_threshold = o.quiescence_threshold;
-  Session session(model, backend, config);
+  Session session(model, *backend, config);
   fmt::print(stderr, "serving on stdin/stdout\n");
-  return server::serve(session, server::ServerOptions{.tool_call_json = o.tool_call_json});
+  return server::serve(session, server::ServerOptions{.is_gpu = backend->is_gpu(), .tool_call_json = o.tool_call_json});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
+#include "backend/cpu/simd_target.h"
 #include "core/error.h"
 #include "core/half.h"
 
@@ -27,6 +28,10 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     cache_.push_back({std::vector<uint16_t>(kKvSlots * width), std::vector<uint16_t>(kKvSlots * width),
                       std::vector<uint16_t>(kv::kTotalSlots * width)});
   }
+}
+
+std::string CpuBackend::description() const {
+  return fmt::format("cpu ({} threads, {})", pool_.size(), simd_target_name());
 }
 
 void CpuBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) {

@@ -27,6 +27,9 @@ class CpuBackend final : public Backend {
   void read_kv(std::span<const uint32_t> slots, KvBlob& out) const override;
   void write_kv(const KvBlob& blob) override;
 
+  std::string description() const override;
+  bool is_gpu() const override { return false; }
+
   const Model& model() const { return *model_; }
   int n_threads() const { return pool_.size(); }
 

@@ -1,0 +1,203 @@
+#include "benchmark/engine_benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/split_mix.h"
+#include "engine/session.h"
+#include "engine/stream_context.h"
+#include "kv/geometry.h"
+
+namespace channel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The stream a full-ring decode runs at: every ring slot written and the ring wrapped once.
+constexpr int64_t kFullRingDepth = kv::kRecallBase + 64;
+
+class RandomTokens {
+ public:
+  RandomTokens(int n_vocab, uint64_t seed) : n_vocab_(n_vocab), random_(seed) {}
+  std::vector<int32_t> draw(size_t n) {
+    std::vector<int32_t> tokens(n);
+    for (int32_t& t : tokens) t = static_cast<int32_t>(random_.below(static_cast<size_t>(n_vocab_)));
+    return tokens;
+  }
+
+ private:
+  int n_vocab_;
+  SplitMix64 random_;
+};
+
+int32_t argmax(const Logits& logits) {
+  const auto row = logits.row(logits.n_rows - 1);
+  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+// Decodes `n` tokens one at a time, each the greedy choice after the last; returns tokens/s.
+double decode_rate(StreamContext& stream, Logits& logits, int n) {
+  const auto start = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    const int32_t next = argmax(logits);
+    stream.append(std::span<const int32_t>(&next, 1), LogitsWanted::Last, logits);
+  }
+  return n / seconds_since(start);
+}
+
+// A session's events go nowhere: the benchmark times the calls themselves.
+class DiscardEvents final : public SessionEvents {
+ public:
+  void token(int32_t, int64_t, std::string_view, bool) override {}
+  void status(const StatusReport&) override {}
+  void turn_complete(const TurnSummary&) override {}
+  void tool_call(const ToolCall&) override {}
+};
+
+class Bench {
+ public:
+  Bench(std::shared_ptr<const Model> model, Backend& backend, const BenchmarkOptions& options,
+        const BenchmarkProgress& progress)
+      : model_(std::move(model)),
+        backend_(backend),
+        options_(options),
+        progress_(progress),
+        tokens_(model_->config().n_vocab, options.seed) {}
+
+  BenchmarkResult run() {
+    prefill();
+    decode_at_depth_zero();
+    if (options_.full_ring) decode_with_full_ring();
+    session_figures();
+    return result_;
+  }
+
+ private:
+  // Repeats `measure` reps times after one warm-up run whose figure is dropped.
+  template <typename Measure>
+  Summary repeat(std::string_view what, Measure measure) {
+    std::vector<double> samples;
+    for (int rep = 0; rep <= options_.reps; ++rep) {
+      const double value = measure();
+      if (rep == 0) {
+        progress_(fmt::format("{}: warm-up {:.2f}", what, value));
+      } else {
+        samples.push_back(value);
+        progress_(fmt::format("{}: rep {}/{} {:.2f}", what, rep, options_.reps, value));
+      }
+    }
+    return summarize(std::move(samples));
+  }
+
+  void prefill() {
+    const std::vector<int32_t> prompt = tokens_.draw(static_cast<size_t>(options_.prompt_tokens));
+    result_.prefill_tok_s = repeat(fmt::format("prefill {} tokens (tok/s)", prompt.size()), [&] {
+      StreamContext stream(backend_, model_->config());
+      Logits logits;
+      const auto start = Clock::now();
+      stream.append(prompt, LogitsWanted::Last, logits);
+      return prompt.size() / seconds_since(start);
+    });
+  }
+
+  void decode_at_depth_zero() {
+    result_.decode_tok_s = repeat(fmt::format("decode {} tokens at depth 0 (tok/s)", options_.gen_tokens), [&] {
+      StreamContext stream(backend_, model_->config());
+      Logits logits;
+      stream.append(tokens_.draw(1), LogitsWanted::Last, logits);
+      return decode_rate(stream, logits, options_.gen_tokens);
+    });
+  }
+
+  void decode_with_full_ring() {
+    StreamContext stream(backend_, model_->config());
+    Logits logits;
+    progress_(fmt::format("filling the ring: {} tokens", kFullRingDepth));
+    const auto start = Clock::now();
+    const std::vector<int32_t> fill = tokens_.draw(static_cast<size_t>(kFullRingDepth));
+    for (size_t done = 0; done < fill.size(); done += StreamContext::kMaxChunk) {
+      const size_t n = std::min<size_t>(StreamContext::kMaxChunk, fill.size() - done);
+      const bool last = done + n == fill.size();
+      stream.append(std::span(fill).subspan(done, n), last ? LogitsWanted::Last : LogitsWanted::None, logits);
+      progress_(fmt::format("filling the ring: {}/{} tokens ({:.0f} tok/s)", done + n, fill.size(),
+                            (done + n) / seconds_since(start)));
+    }
+    // Each repetition continues the stream, which stays full: the ring evicts as it wraps.
+    result_.decode_full_ring_tok_s =
+        repeat(fmt::format("decode {} tokens with the ring full (tok/s)", options_.gen_tokens),
+               [&] { return decode_rate(stream, logits, options_.gen_tokens); });
+    result_.full_ring_depth = stream.clock();
+    result_.full_ring_view = static_cast<uint32_t>(stream.ring().global_view().size());
+  }
+
+  void session_figures() {
+    SessionConfig config;
+    config.max_tokens = 1;               // each input decodes one token: the figures are the calls below
+    config.sampler.temperature = 0.0f;   // greedy, as the decode figures
+    Session session(model_, backend_, config);
+    DiscardEvents events;
+    session.input_tokens(tokens_.draw(static_cast<size_t>(options_.prompt_tokens)), kInputFlagRaw, events);
+
+    const std::vector<std::string> candidates = {"yes", "no", "maybe"};
+    result_.probe_ms = repeat("discrete probe, 3 candidates (ms)", [&] {
+      const auto start = Clock::now();
+      session.probe("Is this text about the sea?", candidates, 0, events);
+      return 1000.0 * seconds_since(start);
+    });
+
+    const std::filesystem::path path =
+        std::filesystem::temp_directory_path() / fmt::format("channel-bench-{}.snapshot", ::getpid());
+    const auto remove_file = [&path] {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    };
+    try {
+      result_.snapshot_save_ms = repeat("snapshot save (ms)", [&] {
+        // A save right after a save or load of the same clock writes nothing (zero-delta gate),
+        // so the stream moves one token before each.
+        session.input_tokens(tokens_.draw(1), kInputFlagRaw, events);
+        const auto start = Clock::now();
+        session.save_snapshot(path.string(), "bench");
+        return 1000.0 * seconds_since(start);
+      });
+      result_.snapshot_bytes = std::filesystem::file_size(path);
+      result_.snapshot_slots = session.active_slots();
+      result_.snapshot_load_ms = repeat("snapshot load (ms)", [&] {
+        const auto start = Clock::now();
+        session.load_snapshot(path.string());
+        return 1000.0 * seconds_since(start);
+      });
+    } catch (...) {
+      remove_file();
+      throw;
+    }
+    remove_file();
+  }
+
+  std::shared_ptr<const Model> model_;
+  Backend& backend_;
+  const BenchmarkOptions& options_;
+  const BenchmarkProgress& progress_;
+  RandomTokens tokens_;
+  BenchmarkResult result_;
+};
+
+}  // namespace
+
+BenchmarkResult run_engine_benchmark(std::shared_ptr<const Model> model, Backend& backend,
+                                     const BenchmarkOptions& options, const BenchmarkProgress& progress) {
+  if (options.prompt_tokens < 1) fail("bench: --prompt-tokens must be at least 1");
+  if (options.gen_tokens < 1) fail("bench: --gen-tokens must be at least 1");
+  if (options.reps < 1) fail("bench: --reps must be at least 1");
+  return Bench(std::move(model), backend, options, progress).run();
+}
+
+}  // namespace channel

@@ -1,0 +1,47 @@
+// `channel bench`: the engine's speed figures on one model and backend, each the median of
+// several repetitions after a warm-up. Tokens are drawn at random from the vocabulary (as
+// llama-bench does), so any model, trained or random-weight, measures the same work.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "backend/backend.h"
+#include "benchmark/statistics.h"
+#include "model/model.h"
+
+namespace channel {
+
+struct BenchmarkOptions {
+  int prompt_tokens = 512;  // prefill: tokens on a fresh stream
+  int gen_tokens = 64;      // decode: tokens generated one at a time
+  int reps = 3;             // repetitions of each figure (after one warm-up)
+  bool full_ring = true;    // also decode with the whole ring filled (costs one long prefill)
+  uint64_t seed = 1;        // of the random tokens
+};
+
+struct BenchmarkResult {
+  Summary prefill_tok_s;           // prompt_tokens on a fresh stream
+  Summary decode_tok_s;            // depth 0: right after one token
+  Summary decode_full_ring_tok_s;  // after full_ring_depth tokens: every ring slot live (count 0 if skipped)
+  int64_t full_ring_depth = 0;
+  uint32_t full_ring_view = 0;     // slots a global layer reads there
+  Summary probe_ms;                // a discrete probe over 3 candidates, after a prompt_tokens turn
+  Summary snapshot_save_ms;        // the whole session after that turn
+  Summary snapshot_load_ms;
+  uint64_t snapshot_bytes = 0;
+  uint32_t snapshot_slots = 0;     // live KV slots the snapshot holds
+};
+
+// Progress lines for a person watching (stderr); the result carries every figure.
+using BenchmarkProgress = std::function<void(std::string_view)>;
+
+// Uses `backend` as a fresh engine would: its KV is overwritten. Throws channel::Error on bad
+// options.
+BenchmarkResult run_engine_benchmark(std::shared_ptr<const Model> model, Backend& backend,
+                                     const BenchmarkOptions& options, const BenchmarkProgress& progress);
+
+}  // namespace channel

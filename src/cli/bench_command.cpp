@@ -1,0 +1,108 @@
+// `channel bench`: prefill, decode (depth 0 and with the ring full), probe and snapshot figures
+// of one model on one backend; a table on stdout and, with --json, one JSON object as the last
+// line. Progress goes to stderr.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "benchmark/engine_benchmark.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+
+namespace channel::cli {
+namespace {
+
+struct BenchCliOptions {
+  std::string model_path;
+  BackendChoice backend;
+  BenchmarkOptions bench;
+  bool no_full_ring = false;
+  bool json = false;
+};
+
+nlohmann::json summary_json(const Summary& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+
+void print_row(std::string_view test, const Summary& s, std::string_view unit, std::string_view note = "") {
+  if (s.count == 0) return;
+  fmt::print("{:<34} {:>10.2f} {:<6} {:>10.2f} {:>10.2f}  {}\n", test, s.median, unit, s.min, s.max, note);
+}
+
+void print_table(const BenchCliOptions& o, const BenchmarkResult& r, const Backend& backend, const ModelConfig& c) {
+  fmt::print("model: {} ({} {}, {} layers, embedding {})\n", o.model_path, arch_display_name(c.arch), c.model_name,
+             c.n_layer, c.n_embd);
+  fmt::print("backend: {}; {} repetitions after a warm-up\n\n", backend.description(), o.bench.reps);
+  fmt::print("{:<34} {:>10} {:<6} {:>10} {:>10}\n", "test", "median", "", "min", "max");
+  print_row(fmt::format("prefill pp{}", o.bench.prompt_tokens), r.prefill_tok_s, "tok/s");
+  print_row(fmt::format("decode tg{} at depth 0", o.bench.gen_tokens), r.decode_tok_s, "tok/s");
+  print_row(fmt::format("decode tg{} ring full", o.bench.gen_tokens), r.decode_full_ring_tok_s, "tok/s",
+            fmt::format("depth {}, {} slots read", r.full_ring_depth, r.full_ring_view));
+  print_row("discrete probe, 3 candidates", r.probe_ms, "ms");
+  print_row("snapshot save", r.snapshot_save_ms, "ms",
+            fmt::format("{:.1f} MiB, {} slots", r.snapshot_bytes / 1048576.0, r.snapshot_slots));
+  print_row("snapshot load", r.snapshot_load_ms, "ms");
+}
+
+nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, const Backend& backend) {
+  nlohmann::json j = {
+      {"model", o.model_path},
+      {"backend", backend.is_gpu() ? "vulkan" : "cpu"},
+      {"backend_description", backend.description()},
+      {"threads", o.backend.options.threads},
+      {"prompt_tokens", o.bench.prompt_tokens},
+      {"gen_tokens", o.bench.gen_tokens},
+      {"reps", o.bench.reps},
+      {"prefill_tok_s", r.prefill_tok_s.median},
+      {"decode_tok_s", r.decode_tok_s.median},
+      {"decode_full_ring_tok_s", r.decode_full_ring_tok_s.count ? nlohmann::json(r.decode_full_ring_tok_s.median)
+                                                                 : nlohmann::json(nullptr)},
+      {"full_ring_depth", r.full_ring_depth},
+      {"probe_ms", r.probe_ms.median},
+      {"snapshot_save_ms", r.snapshot_save_ms.median},
+      {"snapshot_load_ms", r.snapshot_load_ms.median},
+      {"snapshot_bytes", r.snapshot_bytes},
+      {"snapshot_slots", r.snapshot_slots},
+  };
+  j["spread"] = {{"prefill_tok_s", summary_json(r.prefill_tok_s)},
+                 {"decode_tok_s", summary_json(r.decode_tok_s)},
+                 {"decode_full_ring_tok_s", summary_json(r.decode_full_ring_tok_s)},
+                 {"probe_ms", summary_json(r.probe_ms)},
+                 {"snapshot_save_ms", summary_json(r.snapshot_save_ms)},
+                 {"snapshot_load_ms", summary_json(r.snapshot_load_ms)}};
+  return j;
+}
+
+void run_bench(BenchCliOptions& o) {
+  o.bench.full_ring = !o.no_full_ring;
+  auto model = load_model_verbose(o.model_path);
+  const auto backend = make_chosen_backend(model, o.backend);
+  const BenchmarkResult result = run_engine_benchmark(
+      model, *backend, o.bench, [](std::string_view line) { fmt::print(stderr, "bench: {}\n", line); });
+  print_table(o, result, *backend, model->config());
+  if (o.json) fmt::print("{}\n", result_json(o, result, *backend).dump());
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchCliOptions>();
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Measure prefill, decode (depth 0 and ring full), probe and snapshot speed on random tokens");
+  bench->add_option("-m,--model", o->model_path, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_backend_options(*bench, o->backend);
+  bench->add_option("-p,--prompt-tokens", o->bench.prompt_tokens, "prefill: tokens on a fresh stream")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  bench->add_option("-n,--gen-tokens", o->bench.gen_tokens, "decode: tokens generated one at a time")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  bench->add_option("-r,--reps", o->bench.reps, "repetitions of each figure, after one warm-up")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  bench->add_option("--seed", o->bench.seed, "seed of the random tokens")->capture_default_str();
+  bench->add_flag("--no-full-ring", o->no_full_ring,
+                  "skip decode with the ring full (it first prefills 4032 tokens)");
+  bench->add_flag("--json", o->json, "also print all figures as one JSON object on the last stdout line");
+  bench->callback([o] { run_bench(*o); });
+}
+
+}  // namespace channel::cli
