@@ -11,6 +11,10 @@ packages=(
   libhwy-dev                     # Highway: portable SIMD with run-time dispatch
   libgtest-dev                   # unit tests
   libbenchmark-dev               # micro-benchmarks under bench/
+  libvulkan-dev                  # Vulkan headers (the GPU backend; the loader is opened at run time)
+  libvulkan-volk-dev             # volk: compiled in, loads libvulkan.so.1 at run time instead of linking it
+  glslc                          # GLSL -> SPIR-V compiler for the GPU backend's shaders (build time)
+  mesa-vulkan-drivers            # lavapipe, the CPU Vulkan driver the GPU tests run on (CI, no GPU)
   clang libclang-rt-14-dev       # libFuzzer targets and sanitizer builds
   python3 python3-numpy          # parity test driver
   git

@@ -8,6 +8,7 @@ namespace channel::cli {
 void register_bench_command(CLI::App& app);
 void register_chat_command(CLI::App& app);
 void register_eval_command(CLI::App& app);
+void register_gpu_command(CLI::App& app);
 void register_kv_commands(CLI::App& app);
 void register_model_commands(CLI::App& app);
 void register_run_command(CLI::App& app);

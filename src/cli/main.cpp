@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   channel::cli::register_model_commands(app);
   channel::cli::register_serve_command(app);
   channel::cli::register_kv_commands(app);
+  channel::cli::register_gpu_command(app);
   channel::cli::register_bench_command(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,96 @@
+// A recorded sequence of dispatches, barriers and copies in one command buffer, submitted with
+// its own fence and replayable: record once (begin .. end), then submit() / wait() as often as
+// needed without re-recording. The kernels' parameters are push constants recorded with each
+// dispatch and buffer addresses that stay valid as long as their buffers, so a replay repeats
+// exactly the recorded work; values that change between replays (positions, slots, token
+// counts) belong in a host-visible parameter buffer (MemoryUse::kUpload) that shaders read by
+// address, written by the host while the sequence is not pending.
+//
+// Ordering and visibility:
+//   - barrier() between two dispatches makes the first one's writes visible to the second;
+//     dispatches without a barrier between them may run concurrently;
+//   - every sequence starts with a full memory barrier, so it sees everything submitted before
+//     it on the queue (earlier sequences, copies), and ends with a barrier to the host, so that
+//     after wait() the host reads its results in mapped memory;
+//   - sequences run in submission order on the device's one queue. A forward pass records one
+//     sequence per chunk of layers (N layers per submit keeps every submission short against
+//     driver watchdogs), submits them in order, and may check for cancellation between waits.
+// One command buffer from its own pool: no allocation when recording or submitting again.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backend/vulkan/buffer.h"
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/pipeline.h"
+
+namespace channel::vulkan {
+
+class CommandSequence {
+ public:
+  explicit CommandSequence(Device& device);
+  ~CommandSequence();  // waits for a pending submission first
+  CommandSequence(const CommandSequence&) = delete;
+  CommandSequence& operator=(const CommandSequence&) = delete;
+
+  // ---- recording
+  // Starts recording anew (waits for a pending submission; what was recorded before is dropped).
+  void begin();
+  // One dispatch of groups_x * groups_y * groups_z workgroups with `push` as push constants.
+  void dispatch(const ComputePipeline& pipeline, std::span<const std::byte> push, uint32_t groups_x,
+                uint32_t groups_y = 1, uint32_t groups_z = 1);
+  template <class Push>
+  void dispatch(const ComputePipeline& pipeline, const Push& push, uint32_t groups_x, uint32_t groups_y = 1,
+                uint32_t groups_z = 1) {
+    dispatch(pipeline, std::as_bytes(std::span(&push, 1)), groups_x, groups_y, groups_z);
+  }
+  // n_groups workgroups numbered flat_workgroup_index() (common.glsl): folded into a second grid
+  // dimension where n_groups exceeds maxComputeWorkGroupCount[0]; the shader must ignore indices
+  // >= n_groups (the fold rounds up).
+  template <class Push>
+  void dispatch_groups(const ComputePipeline& pipeline, const Push& push, uint64_t n_groups) {
+    const GroupGrid grid = fold(n_groups);
+    dispatch(pipeline, push, grid.x, grid.y);
+  }
+  // Writes before it (shaders, copies, fills) are visible to reads and writes after it.
+  void barrier();
+  // Fills `bytes` (a multiple of 4) at `offset` with the 32-bit pattern `word` (e.g. NaN poison).
+  void fill(const Buffer& buffer, uint64_t offset, uint64_t bytes, uint32_t word);
+  void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
+  // Finishes recording; the sequence can then be submitted any number of times.
+  void end();
+
+  // ---- execution
+  // Queues the recorded commands (waiting first if the previous submission is still pending).
+  void submit();
+  // Waits for the last submission (no-op when none is pending).
+  void wait();
+  void run() {
+    submit();
+    wait();
+  }
+
+  bool recorded() const { return state_ == State::kRecorded; }
+  bool pending() const { return pending_; }
+  uint32_t dispatch_count() const { return dispatches_; }
+
+ private:
+  enum class State { kEmpty, kRecording, kRecorded };
+  struct GroupGrid {
+    uint32_t x, y;
+  };
+  GroupGrid fold(uint64_t n_groups) const;
+  void require_recording(const char* what) const;
+
+  Device& device_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  State state_ = State::kEmpty;
+  bool pending_ = false;
+  uint32_t dispatches_ = 0;
+  VkPipeline bound_ = VK_NULL_HANDLE;
+};
+
+}  // namespace channel::vulkan

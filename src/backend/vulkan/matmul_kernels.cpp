@@ -1,0 +1,217 @@
+#include "backend/vulkan/matmul_kernels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace channel::vulkan {
+namespace {
+
+// Push constants of matvec.comp / matmul.comp (shaders/matmul_params.glsl).
+struct MatmulPush {
+  uint64_t w, x, x_scales, dst, row_ids;
+  uint32_t n_out, cols, n_tokens, w_row_bytes, x_stride, dst_stride, w_rows, pad;
+};
+static_assert(sizeof(MatmulPush) == 72 && offsetof(MatmulPush, n_out) == 40 && offsetof(MatmulPush, pad) == 68);
+
+// quantize_q8.comp
+struct QuantizePush {
+  uint64_t x, q, d;
+  uint32_t n_tokens, cols, x_stride, pad;
+};
+static_assert(sizeof(QuantizePush) == 40);
+
+// round_half.comp
+struct RoundPush {
+  uint64_t x, dst;
+  uint32_t n_tokens, cols, x_stride, pad;
+};
+static_assert(sizeof(RoundPush) == 32);
+
+constexpr uint32_t kQuantizeWorkgroup = 64;  // quantize_q8.comp local_size_x
+constexpr uint32_t kRoundWorkgroup = 256;    // round_half.comp local_size_x
+constexpr int64_t kTileRows = 64;            // matmul.comp BM
+constexpr int64_t kTileTokens = 64;          // matmul.comp BN
+
+bool is_quantized(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
+
+uint64_t align16(uint64_t n) { return (n + 15) / 16 * 16; }
+
+uint32_t to_u32(int64_t value, const char* what) {
+  if (value < 0 || value > std::numeric_limits<uint32_t>::max()) fail("Vulkan matmul: {} = {} out of range", what, value);
+  return static_cast<uint32_t>(value);
+}
+
+void check_alignment(VkDeviceAddress address, uint64_t alignment, const char* what) {
+  if (address % alignment != 0) fail("Vulkan matmul: {} address not {}-byte aligned", what, alignment);
+}
+
+// The matrix-vector kernel's token block for n tokens: 1, 2, 4 or 8 (each a pipeline).
+uint32_t tokens_per_pass(int64_t n_tokens) {
+  if (n_tokens <= 1) return 1;
+  if (n_tokens <= 2) return 2;
+  if (n_tokens <= 4) return 4;
+  return 8;
+}
+
+std::string type_suffix(GgmlType type) { return std::string(ggml_type_traits(type).name); }
+
+}  // namespace
+
+MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines) : MatmulKernels(device, pipelines, Options()) {}
+
+MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options options)
+    : device_(device), pipelines_(pipelines), options_(options) {
+  const DeviceFeatures& f = device.info().features;
+  switch (options.integer_dot) {
+    case IntegerDot::kAuto: integer_dot_ = device.integer_dot_enabled() && f.integer_dot_4x8_accelerated; break;
+    case IntegerDot::kOn:
+      if (!device.integer_dot_enabled()) fail("Vulkan: {} has no integer dot product instructions", device.info().name);
+      integer_dot_ = true;
+      break;
+    case IntegerDot::kOff: integer_dot_ = false; break;
+  }
+  if (options.matvec_workgroup == 0 || options.matvec_workgroup > device.info().max_workgroup_invocations ||
+      options.matvec_rows == 0) {
+    fail("Vulkan: matrix-vector workgroup of {} threads and {} rows is not possible on {}", options.matvec_workgroup,
+         options.matvec_rows, device.info().name);
+  }
+}
+
+uint64_t MatmulKernels::scratch_bytes(GgmlType weight_type, int64_t n_tokens, int64_t cols) {
+  const uint64_t n = static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(cols);
+  switch (weight_type) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16:
+    case GgmlType::BF16: return n * 2;
+    case GgmlType::Q4_0:
+    case GgmlType::Q8_0: return align16(n) + n / kQuantBlock * sizeof(float);
+  }
+  return 0;
+}
+
+const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, uint32_t tokens) {
+  const uint32_t workgroup = options_.matvec_workgroup;
+  const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
+  const uint32_t specialization[] = {workgroup, options_.matvec_rows, tokens, (workgroup + min_subgroup - 1) / min_subgroup};
+  const std::string name = "matvec_" + type_suffix(type) + (is_quantized(type) && integer_dot_ ? "_dot" : "");
+  return pipelines_.get(name, specialization);
+}
+
+const ComputePipeline& MatmulKernels::tiled_pipeline(GgmlType type) {
+  return pipelines_.get("matmul_" + type_suffix(type) + (is_quantized(type) && integer_dot_ ? "_dot" : ""));
+}
+
+void MatmulKernels::create_pipelines(int64_t max_tokens) {
+  for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    for (uint32_t tokens = 1; tokens <= tokens_per_pass(max_tokens); tokens *= 2) matvec_pipeline(type, tokens);
+    tiled_pipeline(type);
+  }
+  pipelines_.get("quantize_q8_0");
+  pipelines_.get("round_f16");
+  pipelines_.get("round_bf16");
+}
+
+PreparedActivations MatmulKernels::record_prepare(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
+                                                  int64_t n_tokens, int64_t cols, int64_t x_stride,
+                                                  VkDeviceAddress scratch) {
+  if (n_tokens < 0 || cols <= 0 || x_stride < cols) {
+    fail("Vulkan matmul: activations of {} tokens x {} values with stride {}", n_tokens, cols, x_stride);
+  }
+  if (is_quantized(weight_type) && cols % kQuantBlock != 0) {
+    fail("Vulkan matmul: {} weights need a multiple of {} columns, not {}", ggml_type_traits(weight_type).name,
+         kQuantBlock, cols);
+  }
+  check_alignment(x, 4, "activation");
+  PreparedActivations prepared;
+  prepared.weight_type = weight_type;
+  prepared.n_tokens = n_tokens;
+  prepared.cols = cols;
+  if (weight_type == GgmlType::F32) {
+    prepared.values = x;
+    prepared.stride = x_stride;
+    return prepared;
+  }
+  check_alignment(scratch, 16, "scratch");
+  prepared.values = scratch;
+  prepared.stride = cols;
+  const uint64_t n = static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(cols);
+  if (n == 0) return prepared;
+  if (is_quantized(weight_type)) {
+    prepared.scales = scratch + align16(n);
+    const QuantizePush push{x, prepared.values, prepared.scales, to_u32(n_tokens, "n_tokens"), to_u32(cols, "cols"),
+                            to_u32(x_stride, "x_stride"), 0};
+    to_u32(static_cast<int64_t>(n / kQuantBlock), "blocks");
+    seq.dispatch_groups(pipelines_.get("quantize_q8_0"), push, (n / kQuantBlock + kQuantizeWorkgroup - 1) / kQuantizeWorkgroup);
+  } else {
+    const RoundPush push{x, prepared.values, to_u32(n_tokens, "n_tokens"), to_u32(cols, "cols"),
+                         to_u32(x_stride, "x_stride"), 0};
+    to_u32(static_cast<int64_t>(n), "values");
+    seq.dispatch_groups(pipelines_.get(weight_type == GgmlType::F16 ? "round_f16" : "round_bf16"), push,
+                        (n + kRoundWorkgroup - 1) / kRoundWorkgroup);
+  }
+  return prepared;
+}
+
+void MatmulKernels::record_matmul(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x,
+                                  VkDeviceAddress out, int64_t out_stride, MatmulKernel kernel) {
+  record(seq, w, x, 0, w.rows, out, out_stride, kernel);
+}
+
+void MatmulKernels::record_matmul_rows(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x,
+                                       VkDeviceAddress row_ids, int64_t n_rows, VkDeviceAddress out,
+                                       int64_t out_stride, MatmulKernel kernel) {
+  if (row_ids == 0) fail("Vulkan matmul_rows: no row ids");
+  check_alignment(row_ids, 4, "row id");
+  record(seq, w, x, row_ids, n_rows, out, out_stride, kernel);
+}
+
+void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x,
+                           VkDeviceAddress row_ids, int64_t n_out, VkDeviceAddress out, int64_t out_stride,
+                           MatmulKernel kernel) {
+  if (x.weight_type != w.type) {
+    fail("Vulkan matmul: activations prepared for {} weights used with {} weights", ggml_type_traits(x.weight_type).name,
+         ggml_type_traits(w.type).name);
+  }
+  if (x.cols != w.cols) fail("Vulkan matmul: {} activation values for rows of {}", x.cols, w.cols);
+  if (w.row_bytes != ggml_row_bytes(w.type, w.cols)) {
+    fail("Vulkan matmul: row_bytes {} does not match {} {} values", w.row_bytes, ggml_type_traits(w.type).name, w.cols);
+  }
+  if (out_stride < n_out) fail("Vulkan matmul: output stride {} below {} rows", out_stride, n_out);
+  check_alignment(w.data, w.type == GgmlType::F32 ? 4 : 2, "weight");
+  check_alignment(out, 4, "output");
+  if (x.n_tokens == 0 || n_out == 0) return;
+
+  MatmulPush push{};
+  push.w = w.data;
+  push.x = x.values;
+  push.x_scales = x.scales;
+  push.dst = out;
+  push.row_ids = row_ids;
+  push.n_out = to_u32(n_out, "output rows");
+  push.cols = to_u32(w.cols, "cols");
+  push.n_tokens = to_u32(x.n_tokens, "n_tokens");
+  push.w_row_bytes = to_u32(static_cast<int64_t>(w.row_bytes), "row bytes");
+  push.x_stride = to_u32(x.stride, "activation stride");
+  push.dst_stride = to_u32(out_stride, "output stride");
+  push.w_rows = to_u32(w.rows, "weight rows");
+
+  if (kernel == MatmulKernel::kAuto) {
+    kernel = x.n_tokens <= options_.matvec_max_tokens ? MatmulKernel::kMatvec : MatmulKernel::kTiled;
+  }
+  if (kernel == MatmulKernel::kMatvec) {
+    const uint64_t groups = (static_cast<uint64_t>(n_out) + options_.matvec_rows - 1) / options_.matvec_rows;
+    seq.dispatch_groups(matvec_pipeline(w.type, tokens_per_pass(x.n_tokens)), push, groups);
+  } else {
+    const int64_t groups_x = (n_out + kTileRows - 1) / kTileRows;
+    const int64_t groups_y = (x.n_tokens + kTileTokens - 1) / kTileTokens;
+    seq.dispatch(tiled_pipeline(w.type), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
+  }
+}
+
+}  // namespace channel::vulkan

@@ -1,0 +1,112 @@
+// Matrix times activations on the device, for the five GGUF weight types the CPU backend
+// supports, with the CPU backend's numerics (backend/cpu/matmul.h):
+//   out[t * out_stride + i] = sum_c W[row i][c] * x[t][c]
+//   Q4_0 / Q8_0: activations quantized per 32-block to Q8_0 exactly as the CPU does, block dot
+//                products in exact int32 (integer dot product instructions where the device
+//                accelerates them), scaled by d_w * d_x and summed in f32;
+//   F16 / BF16:  activations rounded to f16 / bf16 exactly as the CPU does, f32 products and sums;
+//   F32:         f32 products and sums.
+// Only the order of the f32 additions differs from the CPU (thread partial sums reduced in a
+// tree in the matrix-vector kernel; the tiled kernel adds in the CPU's scalar order).
+//
+// Two steps, recorded separately so that one conversion serves several matrices of one input
+// (Q, K and V projections; gate and up):
+//   PreparedActivations a = kernels.record_prepare(seq, type, x, n_tokens, cols, x_stride, scratch);
+//   seq.barrier();
+//   kernels.record_matmul(seq, w_q, a, q_out, n_q);  kernels.record_matmul(seq, w_k, a, k_out, n_k);
+//   seq.barrier();  // before anything reads q_out / k_out
+// Kernels: kMatvec streams the weights once per few tokens (decode; memory-bound), kTiled reads
+// each weight tile once per 64 tokens through shared memory (prefill). kAuto picks kMatvec up to
+// Options::matvec_max_tokens tokens.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/vulkan/command_sequence.h"
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/pipeline.h"
+#include "model/ggml_type.h"
+
+namespace channel::vulkan {
+
+// A weight matrix in device memory, in its GGUF encoding (row-major, `rows` rows of `cols` values).
+// Any address works (an offset into a larger buffer, a row range of a split tensor); Q4_0, Q8_0,
+// F16 and BF16 rows need 2-byte, F32 rows 4-byte alignment.
+struct DeviceMatrix {
+  GgmlType type = GgmlType::F32;
+  VkDeviceAddress data = 0;  // first byte of row 0
+  int64_t rows = 0;
+  int64_t cols = 0;
+  uint64_t row_bytes = 0;  // ggml_row_bytes(type, cols)
+};
+
+// Activations converted for one weight type's kernels (the CPU's PreparedActivations):
+//   F32 weights:         the f32 input itself (values = x, stride = x_stride);
+//   F16 / BF16 weights:  16-bit values [n_tokens][cols] in the scratch buffer;
+//   Q4_0 / Q8_0 weights: int8 values [n_tokens][cols] (4 per uint) and f32 block scales
+//                        [n_tokens][cols / 32] in the scratch buffer.
+struct PreparedActivations {
+  GgmlType weight_type = GgmlType::F32;
+  VkDeviceAddress values = 0;
+  VkDeviceAddress scales = 0;
+  int64_t n_tokens = 0;
+  int64_t cols = 0;
+  int64_t stride = 0;  // elements (Q8_0: bytes) from one token's values to the next
+};
+
+enum class MatmulKernel { kAuto, kMatvec, kTiled };
+// Integer dot product instructions for Q4_0 / Q8_0: kAuto uses them where the device has them
+// accelerated (integerDotProduct4x8BitPackedSignedAccelerated), kOn wherever supported.
+enum class IntegerDot { kAuto, kOn, kOff };
+
+class MatmulKernels {
+ public:
+  struct Options {
+    IntegerDot integer_dot = IntegerDot::kAuto;
+    uint32_t matvec_workgroup = 128;  // threads per matrix-vector workgroup
+    uint32_t matvec_rows = 2;         // weight rows per matrix-vector workgroup
+    int64_t matvec_max_tokens = 8;    // kAuto: kMatvec up to this many tokens, kTiled above
+  };
+
+  MatmulKernels(Device& device, PipelineCache& pipelines);
+  MatmulKernels(Device& device, PipelineCache& pipelines, Options options);
+
+  // Bytes of scratch record_prepare needs for this weight type (0 for F32).
+  static uint64_t scratch_bytes(GgmlType weight_type, int64_t n_tokens, int64_t cols);
+
+  // Records the conversion of f32 activations x ([n_tokens][x_stride], 4-byte aligned) for
+  // `weight_type`'s kernels into `scratch` (16-byte aligned, scratch_bytes() long; unused for
+  // F32). Needs a barrier before the matrix kernels read the result.
+  PreparedActivations record_prepare(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x, int64_t n_tokens,
+                                     int64_t cols, int64_t x_stride, VkDeviceAddress scratch);
+
+  // out[t * out_stride + i] = dot(row i of w, token t), t < x.n_tokens, i < w.rows.
+  void record_matmul(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress out,
+                     int64_t out_stride, MatmulKernel kernel = MatmulKernel::kAuto);
+
+  // The rows `row_ids` (n_rows int32 in device memory) only: out[t * out_stride + i] =
+  // dot(row row_ids[i] of w, token t). The CPU's matmul_rows, for probe candidates. An id
+  // outside [0, w.rows) yields NaN outputs (the device cannot throw: check ids before upload).
+  void record_matmul_rows(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x,
+                          VkDeviceAddress row_ids, int64_t n_rows, VkDeviceAddress out, int64_t out_stride,
+                          MatmulKernel kernel = MatmulKernel::kAuto);
+
+  // Whether Q4_0 / Q8_0 kernels use integer dot product instructions.
+  bool uses_integer_dot() const { return integer_dot_; }
+  // Creates the pipelines of every type and kernel now (otherwise on first use), so that the
+  // first forward pass does not pay for shader compilation.
+  void create_pipelines(int64_t max_tokens = 8);
+
+ private:
+  void record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids,
+              int64_t n_out, VkDeviceAddress out, int64_t out_stride, MatmulKernel kernel);
+  const ComputePipeline& matvec_pipeline(GgmlType type, uint32_t tokens_per_pass);
+  const ComputePipeline& tiled_pipeline(GgmlType type);
+
+  Device& device_;
+  PipelineCache& pipelines_;
+  Options options_;
+  bool integer_dot_ = false;
+};
+
+}  // namespace channel::vulkan

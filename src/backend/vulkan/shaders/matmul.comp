@@ -1,0 +1,177 @@
+#version 460
+// Matrix times many activation vectors (prefill): a workgroup computes a tile of BM output rows
+// times BN tokens, stepping through the columns; each step loads a slice of BM weight rows and
+// of BN token rows into shared memory once and every thread multiplies a 4 x 4 sub-tile from it,
+// so each weight is read from memory once per BN tokens instead of once per token.
+//
+// Each output is accumulated by one thread in column order, with no reduction afterwards:
+// for Q4_0 / Q8_0 block after block, acc = fma(float(exact block sum), d_w * d_x, acc), the
+// CPU backend's block-sequential order; for f32 / f16 / bf16 value after value, acc = fma(w, x, acc),
+// the order of its scalar reference.
+//
+// Defines as matvec.comp. 256 threads: thread (tr, tc) = (id % 16, id / 16) owns rows
+// tr + 16 m and tokens tc + 16 n of the tile, m, n < 4 (the 16 threads of a row group read
+// distinct shared-memory banks).
+#include "common.glsl"
+#include "matmul_params.glsl"
+#if defined(TYPE_Q4_0) || defined(TYPE_Q8_0)
+#define QUANTIZED 1
+#include "quant.glsl"
+#endif
+
+layout(local_size_x = 256) in;
+
+const uint BM = 64;  // rows per tile
+const uint BN = 64;  // tokens per tile
+const uint TM = 4;   // rows per thread
+const uint TN = 4;   // tokens per thread
+
+#ifdef QUANTIZED
+// Per step BK_BLOCKS blocks of 32 values; shared rows of 8 packed words padded to 9 so that the
+// 16 row groups of a tile hit distinct banks. 2 blocks keep the tile in 10.5 KiB, under the
+// 16 KiB every Vulkan device has.
+const uint BK_BLOCKS = 2;
+const uint STRIDE = 9;
+shared uint w_tile[BK_BLOCKS * BM * STRIDE];
+shared float w_scale[BK_BLOCKS * BM];
+shared uint x_tile[BK_BLOCKS * BN * STRIDE];
+shared float x_scale[BK_BLOCKS * BN];
+#else
+const uint BK = 16;  // values per step
+shared float w_tile[BK * BM];  // [k][row]
+shared float x_tile[BK * BN];  // [k][token]
+
+float weight_value(uint64_t row, uint c) {
+#if defined(TYPE_F32)
+  return F32Ptr(row).v[c];
+#elif defined(TYPE_F16)
+  return float(F16Ptr(row).v[c]);
+#else
+  return bf16_bits_to_f32(uint(U16Ptr(row).v[c]));
+#endif
+}
+
+float activation_value(uint t, uint c) {
+  const uint64_t index = uint64_t(t) * p.x_stride + c;
+#if defined(TYPE_F32)
+  return F32Ptr(p.x + index * 4u).v[0];
+#elif defined(TYPE_F16)
+  return float(F16Ptr(p.x + index * 2u).v[0]);
+#else
+  return bf16_bits_to_f32(uint(U16Ptr(p.x + index * 2u).v[0]));
+#endif
+}
+#endif
+
+void main() {
+  const uint id = gl_LocalInvocationID.x;
+  const uint tr = id % 16u, tc = id / 16u;
+  const uint row0 = gl_WorkGroupID.x * BM;
+  const uint tok0 = gl_WorkGroupID.y * BN;
+
+  float acc[TM][TN];
+  for (uint m = 0; m < TM; ++m)
+    for (uint n = 0; n < TN; ++n) acc[m][n] = 0.0;
+
+#ifdef QUANTIZED
+  // Threads 0..127 load one weight block each (row id / 2, block id % 2 of the step), threads
+  // 128..255 one activation block.
+  const bool loads_weights = id < BM * BK_BLOCKS;
+  const uint slot = loads_weights ? id : id - BM * BK_BLOCKS;
+  const uint load_line = slot / BK_BLOCKS, load_block = slot % BK_BLOCKS;
+  bool load_valid = false;
+  uint64_t load_row = 0;
+  if (loads_weights) {
+    bool id_valid = false;
+    const uint row = row0 + load_line < p.n_out ? weight_row(row0 + load_line, id_valid) : 0u;
+    load_valid = row0 + load_line < p.n_out && id_valid;
+    load_row = weight_row_address(row);
+  } else {
+    load_valid = tok0 + load_line < p.n_tokens;
+  }
+
+  const uint n_blocks = p.cols / 32u;
+  for (uint b0 = 0; b0 < n_blocks; b0 += BK_BLOCKS) {
+    const uint b = b0 + load_block;
+    uint q[8];
+    float d = 0.0;
+    if (load_valid && b < n_blocks) {
+      d = loads_weights ? load_weight_block(load_row, b, q) : load_activation_block(tok0 + load_line, b, q);
+    } else {
+      for (uint j = 0; j < 8; ++j) q[j] = 0u;
+    }
+    const uint base = (load_block * BM + load_line) * STRIDE;  // BM == BN: same layout for both tiles
+    if (loads_weights) {
+      for (uint j = 0; j < 8; ++j) w_tile[base + j] = q[j];
+      w_scale[load_block * BM + load_line] = d;
+    } else {
+      for (uint j = 0; j < 8; ++j) x_tile[base + j] = q[j];
+      x_scale[load_block * BN + load_line] = d;
+    }
+    barrier();
+
+    for (uint kb = 0; kb < BK_BLOCKS && b0 + kb < n_blocks; ++kb) {
+      int sums[TM][TN];
+      for (uint m = 0; m < TM; ++m)
+        for (uint n = 0; n < TN; ++n) sums[m][n] = 0;
+      for (uint j = 0; j < 8; ++j) {
+        uint wq[TM], xq[TN];
+        for (uint m = 0; m < TM; ++m) wq[m] = w_tile[(kb * BM + tr + 16u * m) * STRIDE + j];
+        for (uint n = 0; n < TN; ++n) xq[n] = x_tile[(kb * BN + tc + 16u * n) * STRIDE + j];
+        for (uint m = 0; m < TM; ++m)
+          for (uint n = 0; n < TN; ++n) sums[m][n] += dot4(wq[m], xq[n]);
+      }
+      for (uint m = 0; m < TM; ++m) {
+        const float wd = w_scale[kb * BM + tr + 16u * m];
+        for (uint n = 0; n < TN; ++n) {
+          acc[m][n] = fma(float(sums[m][n]), wd * x_scale[kb * BN + tc + 16u * n], acc[m][n]);
+        }
+      }
+    }
+    barrier();
+  }
+#else
+  // Each thread loads 4 weights (rows id / 16 + 16 e, column id % 16 of the step: 16 threads
+  // read 16 consecutive values of a row) and 4 activations the same way.
+  const uint load_k = id % BK;
+  uint64_t load_rows[4];
+  bool load_valid[4];
+  for (uint e = 0; e < 4; ++e) {
+    const uint line = id / BK + 16u * e;
+    bool id_valid = false;
+    const uint row = row0 + line < p.n_out ? weight_row(row0 + line, id_valid) : 0u;
+    load_valid[e] = row0 + line < p.n_out && id_valid;
+    load_rows[e] = weight_row_address(row);
+  }
+
+  for (uint k0 = 0; k0 < p.cols; k0 += BK) {
+    const uint c = k0 + load_k;
+    for (uint e = 0; e < 4; ++e) {
+      const uint line = id / BK + 16u * e;
+      w_tile[load_k * BM + line] = load_valid[e] && c < p.cols ? weight_value(load_rows[e], c) : 0.0;
+      x_tile[load_k * BN + line] = tok0 + line < p.n_tokens && c < p.cols ? activation_value(tok0 + line, c) : 0.0;
+    }
+    barrier();
+    const uint k_end = min(BK, p.cols - k0);
+    for (uint k = 0; k < k_end; ++k) {
+      float wv[TM], xv[TN];
+      for (uint m = 0; m < TM; ++m) wv[m] = w_tile[k * BM + tr + 16u * m];
+      for (uint n = 0; n < TN; ++n) xv[n] = x_tile[k * BN + tc + 16u * n];
+      for (uint m = 0; m < TM; ++m)
+        for (uint n = 0; n < TN; ++n) acc[m][n] = fma(wv[m], xv[n], acc[m][n]);
+    }
+    barrier();
+  }
+#endif
+
+  for (uint m = 0; m < TM; ++m) {
+    const uint i = row0 + tr + 16u * m;
+    if (i >= p.n_out) continue;
+    bool valid = false;
+    weight_row(i, valid);
+    for (uint n = 0; n < TN; ++n) {
+      const uint t = tok0 + tc + 16u * n;
+      if (t < p.n_tokens) F32Ptr(p.dst + (uint64_t(t) * p.dst_stride + i) * 4u).v[0] = valid ? acc[m][n] : nan_value();
+    }
+  }
+}

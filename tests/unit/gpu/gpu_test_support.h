@@ -1,0 +1,66 @@
+// Shared by the Vulkan tests: one device per test process, and the rule for machines without
+// one: the tests skip, naming why, unless CHANNEL_REQUIRE_VULKAN=1 (scripts/test.sh, CI with
+// lavapipe) makes that a failure.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/vulkan/buffer.h"
+#include "backend/vulkan/command_sequence.h"
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/pipeline.h"
+#include "backend/vulkan/transfer.h"
+#include "core/error.h"
+
+namespace channel::vulkan::testing {
+
+inline bool vulkan_required() {
+  const char* value = std::getenv("CHANNEL_REQUIRE_VULKAN");
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+struct GpuContext {
+  Device device;
+  PipelineCache pipelines{device};
+  Transfer transfer{device};
+};
+
+// The process's context (made on first use), or nullptr with the reason in `why`.
+inline GpuContext* gpu_context(std::string& why) {
+  static std::unique_ptr<GpuContext> context;
+  static std::string failure;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    try {
+      context = std::make_unique<GpuContext>();
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  why = failure;
+  return context.get();
+}
+
+}  // namespace channel::vulkan::testing
+
+// Declares `GpuContext* name` or ends the test: skipped without a usable Vulkan device, failed
+// instead when CHANNEL_REQUIRE_VULKAN=1.
+#define CHANNEL_GPU_CONTEXT(name)                                                                    \
+  std::string name##_unavailable;                                                                    \
+  ::channel::vulkan::testing::GpuContext* name = ::channel::vulkan::testing::gpu_context(name##_unavailable); \
+  if (name == nullptr) {                                                                             \
+    if (::channel::vulkan::testing::vulkan_required()) {                                             \
+      FAIL() << "no usable Vulkan device (CHANNEL_REQUIRE_VULKAN=1): " << name##_unavailable;        \
+    } else {                                                                                         \
+      GTEST_SKIP() << "no usable Vulkan device: " << name##_unavailable;                             \
+    }                                                                                                \
+  }

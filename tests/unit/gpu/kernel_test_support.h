@@ -1,0 +1,182 @@
+// Random GGUF matrices and activations, and running the matrix kernels on them, for the kernel
+// tests. The generators follow tests/unit/cpu/matmul_test.cpp: wide but finite magnitudes of
+// both signs, so that every block and every value contributes.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/activation_quant.h"
+#include "backend/cpu/matmul.h"
+#include "backend/vulkan/matmul_kernels.h"
+#include "core/half.h"
+#include "gpu_test_support.h"
+#include "model/ggml_type.h"
+#include "model/weight_matrix.h"
+
+namespace channel::vulkan::testing {
+
+constexpr double kUnitRoundoff = 0x1p-24;  // f32
+constexpr uint32_t kPoison = 0x7fc00bad;     // a NaN no kernel writes (theirs is 0x7fc00000)
+
+inline bool is_quantized(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
+
+// Finite fp16 of magnitude 2^-5 .. 2^6, either sign.
+inline uint16_t random_f16(std::mt19937& rng) {
+  const uint16_t sign = static_cast<uint16_t>(rng() & 1u) << 15;
+  const uint16_t exponent = static_cast<uint16_t>(10 + rng() % 11);
+  return static_cast<uint16_t>(sign | exponent << 10 | (rng() & 0x3ffu));
+}
+
+// Normal values scaled by 2^-4 .. 2^4; never zero.
+inline float random_value(std::mt19937& rng) {
+  std::normal_distribution<float> normal;
+  float v = 0.0f;
+  while (v == 0.0f) v = normal(rng) * std::exp2(static_cast<float>(static_cast<int>(rng() % 9) - 4));
+  return v;
+}
+
+struct TestMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;  // w.data points into bytes
+};
+
+inline TestMatrix random_matrix(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+  TestMatrix m;
+  m.w = WeightMatrix{type, nullptr, cols, rows, ggml_row_bytes(type, cols)};
+  m.bytes.resize(rows * m.w.row_bytes);
+  const size_t block_bytes = ggml_type_traits(type).block_bytes;
+  for (size_t offset = 0; offset < m.bytes.size(); offset += block_bytes) {
+    uint8_t* p = &m.bytes[offset];
+    switch (type) {
+      case GgmlType::Q4_0:
+      case GgmlType::Q8_0: {
+        const uint16_t scale = random_f16(rng);
+        std::memcpy(p, &scale, sizeof(scale));
+        for (size_t i = sizeof(scale); i < block_bytes; ++i) p[i] = static_cast<uint8_t>(rng());
+        break;
+      }
+      case GgmlType::F16: {
+        const uint16_t value = random_f16(rng);
+        std::memcpy(p, &value, sizeof(value));
+        break;
+      }
+      case GgmlType::BF16: {
+        const uint16_t value = f32_to_bf16(random_value(rng));
+        std::memcpy(p, &value, sizeof(value));
+        break;
+      }
+      case GgmlType::F32: {
+        const float value = random_value(rng);
+        std::memcpy(p, &value, sizeof(value));
+        break;
+      }
+    }
+  }
+  m.w.data = m.bytes.data();
+  return m;
+}
+
+inline std::vector<float> random_activations(int64_t n, std::mt19937& rng) {
+  std::vector<float> x(n);
+  for (float& v : x) v = random_value(rng);
+  return x;
+}
+
+// sqrt(sum (got - want)^2 / sum want^2) over the n_tokens x n_out results (got: out_stride apart).
+inline double relative_l2(std::span<const float> got, int64_t out_stride, std::span<const float> want, int64_t n_out,
+                          int64_t n_tokens) {
+  double error = 0.0, norm = 0.0;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t i = 0; i < n_out; ++i) {
+      const double g = got[t * out_stride + i], w = want[t * n_out + i];
+      error += (g - w) * (g - w);
+      norm += w * w;
+    }
+  }
+  return std::sqrt(error / norm);
+}
+
+// The sum of the absolute values of the terms of output (row, token): f32 rounding errors of any
+// summation order are bounded relative to it (as in tests/unit/cpu/matmul_test.cpp).
+inline double absolute_terms(const WeightMatrix& w, int64_t row, const float* x) {
+  std::vector<float> weights(w.cols);
+  cpu::dequantize_row(w, row, weights.data());
+  std::vector<BlockQ8_0> q8(w.cols / kQuantBlock + 1);
+  if (is_quantized(w.type)) cpu::quantize_row_q8_0_reference(x, w.cols, q8.data());
+  double sum = 0.0;
+  for (int64_t i = 0; i < w.cols; ++i) {
+    double activation = x[i];
+    if (is_quantized(w.type)) {
+      activation = f16_to_f32(q8[i / kQuantBlock].d) * static_cast<double>(q8[i / kQuantBlock].qs[i % kQuantBlock]);
+    } else if (w.type == GgmlType::F16) {
+      activation = f16_to_f32(f32_to_f16(x[i]));
+    } else if (w.type == GgmlType::BF16) {
+      activation = bf16_to_f32(f32_to_bf16(x[i]));
+    }
+    sum += std::fabs(weights[i] * activation);
+  }
+  return sum;
+}
+
+// Runs one matrix product on the device: uploads the matrix at `weight_offset` bytes into its
+// buffer and the activations, poisons the output, records prepare + matmul (or matmul_rows when
+// `rows` is given) and returns the [n_tokens][out_stride] output as computed.
+inline std::vector<float> run_gpu_matmul(GpuContext& gpu, MatmulKernels& kernels, const WeightMatrix& w,
+                                         std::span<const float> x, int64_t n_tokens, MatmulKernel kernel,
+                                         int64_t out_stride, const std::vector<int32_t>* rows = nullptr,
+                                         uint64_t weight_offset = 0) {
+  const int64_t n_out = rows ? static_cast<int64_t>(rows->size()) : w.rows;
+  const uint64_t weight_bytes = static_cast<uint64_t>(w.rows) * w.row_bytes;
+  Buffer weights(gpu.device, weight_offset + weight_bytes, MemoryUse::kDevice);
+  Buffer input(gpu.device, x.size_bytes(), MemoryUse::kDevice);
+  Buffer scratch(gpu.device, std::max<uint64_t>(16, MatmulKernels::scratch_bytes(w.type, n_tokens, w.cols)),
+                 MemoryUse::kDevice);
+  Buffer output(gpu.device, static_cast<uint64_t>(n_tokens * out_stride) * sizeof(float), MemoryUse::kDevice);
+  Buffer row_ids(gpu.device, rows ? std::max<size_t>(4, rows->size() * 4) : 4, MemoryUse::kDevice);
+  gpu.transfer.upload(weights, weight_offset, w.data, weight_bytes);
+  gpu.transfer.upload(input, 0, x.data(), x.size_bytes());
+  if (rows) gpu.transfer.upload(row_ids, 0, rows->data(), rows->size() * 4);
+
+  const DeviceMatrix matrix{w.type, weights.address() + weight_offset, w.rows, w.cols, w.row_bytes};
+  CommandSequence seq(gpu.device);
+  seq.begin();
+  seq.fill(output, 0, output.size(), kPoison);
+  const PreparedActivations prepared =
+      kernels.record_prepare(seq, w.type, input.address(), n_tokens, w.cols, w.cols, scratch.address());
+  seq.barrier();
+  if (rows) {
+    kernels.record_matmul_rows(seq, matrix, prepared, row_ids.address(), n_out, output.address(), out_stride, kernel);
+  } else {
+    kernels.record_matmul(seq, matrix, prepared, output.address(), out_stride, kernel);
+  }
+  seq.end();
+  seq.run();
+  std::vector<float> out(n_tokens * out_stride);
+  gpu.transfer.download(output, 0, out.data(), output.size());
+  return out;
+}
+
+inline std::vector<float> run_cpu_matmul(const WeightMatrix& w, std::span<const float> x, int64_t n_tokens,
+                                         const std::vector<int32_t>* rows = nullptr) {
+  ThreadPool pool(2);
+  const int64_t n_out = rows ? static_cast<int64_t>(rows->size()) : w.rows;
+  std::vector<float> out(n_tokens * n_out, std::nanf(""));
+  if (rows) {
+    cpu::matmul_rows(w, x.data(), n_tokens, *rows, out.data(), pool);
+  } else {
+    cpu::matmul(w, x.data(), n_tokens, out.data(), pool);
+  }
+  return out;
+}
+
+inline uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+}  // namespace channel::vulkan::testing

@@ -1,0 +1,252 @@
+// The Vulkan matrix kernels against the CPU backend's matmul (backend/cpu/matmul.h), for every
+// weight type, kernel (matrix-vector and tiled, each forced over all token counts) and, for
+// Q4_0 / Q8_0, with and without integer dot product instructions.
+//
+// Thresholds. Both backends form the same terms: Q4_0 / Q8_0 block sums are exact integers and
+// the activations are quantized bit-identically (activation_prep_test.cpp), F16 / BF16 products
+// are exact in f32 from identically rounded activations. Only the order of the f32 additions
+// differs, so each output is within 2 (n + 8) u sum|terms| of the CPU's (n terms, u = 2^-24,
+// the bound tests/unit/cpu/matmul_test.cpp uses between its kernels): asserted per element.
+// Over all outputs that is a relative L2 difference of order u sqrt(n): asserted below 2e-6 for
+// Q4_0 / Q8_0 (at most 80 block terms: measured ~1e-7) and 1e-5 for the float types (up to
+// 2560 terms, with cancellation in random data: measured ~5e-7).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernel_test_support.h"
+
+namespace channel::vulkan {
+namespace {
+
+using namespace channel::vulkan::testing;
+
+struct Shape {
+  int64_t rows;
+  int64_t cols;
+};
+// Rows not a multiple of the matrix-vector workgroup's 2 rows (67, 3, 33) or of the tiled
+// kernel's 64 (all but 64); columns of one block up to 80 blocks (2560, Gemma 3 4B's width).
+constexpr Shape kShapes[] = {{67, 32}, {130, 64}, {3, 96}, {67, 1152}, {33, 2560}, {64, 2560}};
+// One token (decode), small batches (matrix-vector token blocks of 2 and 8 with one unused),
+// whole and partial 64-token tiles.
+constexpr int64_t kTokenCounts[] = {1, 2, 7, 64, 130};
+constexpr int64_t kOutputGap = 3;  // out_stride = rows + 3: the gap must keep its poison
+
+double threshold(GgmlType type) { return is_quantized(type) ? 2e-6 : 1e-5; }
+
+struct Variant {
+  MatmulKernel kernel;
+  bool integer_dot;
+  std::string name() const {
+    return std::string(kernel == MatmulKernel::kMatvec ? "matvec" : "tiled") + (integer_dot ? "+dot" : "");
+  }
+};
+
+std::vector<Variant> variants(GgmlType type, const Device& device) {
+  std::vector<Variant> out;
+  for (const MatmulKernel kernel : {MatmulKernel::kMatvec, MatmulKernel::kTiled}) {
+    out.push_back({kernel, false});
+    if (is_quantized(type) && device.integer_dot_enabled()) out.push_back({kernel, true});
+  }
+  return out;
+}
+
+class VulkanMatmul : public ::testing::TestWithParam<GgmlType> {};
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanMatmul,
+                         ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                                           GgmlType::Q4_0),
+                         [](const ::testing::TestParamInfo<GgmlType>& info) {
+                           return std::string(ggml_type_traits(info.param).name);
+                         });
+
+TEST_P(VulkanMatmul, MatchesCpuBackend) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  const GgmlType type = GetParam();
+  MatmulKernels off(gpu->device, gpu->pipelines, {.integer_dot = IntegerDot::kOff});
+  std::optional<MatmulKernels> on;
+  if (gpu->device.integer_dot_enabled()) on.emplace(gpu->device, gpu->pipelines, MatmulKernels::Options{.integer_dot = IntegerDot::kOn});
+  std::map<std::string, double> worst;
+  std::map<std::string, int64_t> identical, total;
+  std::mt19937 rng(1234 + static_cast<uint32_t>(type));
+  for (const Shape& shape : kShapes) {
+    const TestMatrix m = random_matrix(type, shape.rows, shape.cols, rng);
+    // 16-bit types at a 2-byte, f32 at a 4-byte offset: rows need no more alignment than that.
+    const uint64_t offset = type == GgmlType::F32 ? 4 : 2;
+    for (const int64_t n_tokens : kTokenCounts) {
+      const std::vector<float> x = random_activations(n_tokens * shape.cols, rng);
+      const std::vector<float> want = run_cpu_matmul(m.w, x, n_tokens);
+      for (const Variant& v : variants(type, gpu->device)) {
+        SCOPED_TRACE(::testing::Message() << ggml_type_traits(type).name << " " << shape.rows << "x" << shape.cols
+                                          << ", " << n_tokens << " tokens, " << v.name());
+        const int64_t stride = shape.rows + kOutputGap;
+        const std::vector<float> got =
+            run_gpu_matmul(*gpu, v.integer_dot ? *on : off, m.w, x, n_tokens, v.kernel, stride, nullptr, offset);
+        const int64_t n_terms = is_quantized(type) ? shape.cols / kQuantBlock : shape.cols;
+        int failures = 0;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          for (int64_t r = 0; r < shape.rows; ++r) {
+            const float g = got[t * stride + r], w = want[t * shape.rows + r];
+            identical[v.name()] += bits(g) == bits(w);
+            ++total[v.name()];
+            const double tolerance =
+                2.0 * (n_terms + 8) * kUnitRoundoff * absolute_terms(m.w, r, x.data() + t * shape.cols);
+            if (!(std::fabs(g - w) <= tolerance) && failures++ < 5) {
+              ADD_FAILURE() << "token " << t << " row " << r << ": " << g << " vs CPU " << w << " (tolerance "
+                            << tolerance << ")";
+            }
+          }
+          for (int64_t r = shape.rows; r < stride; ++r) {
+            if (bits(got[t * stride + r]) != kPoison && failures++ < 5) ADD_FAILURE() << "wrote the gap at row " << r;
+          }
+        }
+        const double rel = relative_l2(got, stride, want, shape.rows, n_tokens);
+        EXPECT_LE(rel, threshold(type));
+        worst[v.name()] = std::max(worst[v.name()], rel);
+      }
+    }
+  }
+  for (const auto& [name, rel] : worst) {
+    std::printf("[ %s %-10s ] rel L2 vs CPU: max %.2e; bit-identical outputs %5.1f%%\n", ggml_type_traits(type).name.data(),
+                name.c_str(), rel, 100.0 * identical[name] / total[name]);
+    RecordProperty(std::string(ggml_type_traits(type).name) + "_" + name + "_max_rel_l2", std::to_string(rel));
+  }
+}
+
+// Probe candidates: only the given rows (repeats, first, last), equal to the full product's rows
+// bit for bit (each output is computed alone) and close to the CPU's matmul_rows; ids outside
+// the matrix give NaN, not a fault.
+TEST_P(VulkanMatmul, RowSubsetMatchesFullProductAndCpu) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  const GgmlType type = GetParam();
+  MatmulKernels kernels(gpu->device, gpu->pipelines);
+  std::mt19937 rng(99);
+  const TestMatrix m = random_matrix(type, 300, 256, rng);
+  const std::vector<int32_t> rows = {299, 0, 17, 17, 128, 5};
+  for (const int64_t n_tokens : {int64_t{1}, int64_t{3}, int64_t{70}}) {
+    const std::vector<float> x = random_activations(n_tokens * 256, rng);
+    const std::vector<float> want = run_cpu_matmul(m.w, x, n_tokens, &rows);
+    for (const MatmulKernel kernel : {MatmulKernel::kMatvec, MatmulKernel::kTiled}) {
+      SCOPED_TRACE(::testing::Message() << n_tokens << " tokens, " << (kernel == MatmulKernel::kMatvec ? "matvec" : "tiled"));
+      const std::vector<float> full = run_gpu_matmul(*gpu, kernels, m.w, x, n_tokens, kernel, 300);
+      const std::vector<float> got = run_gpu_matmul(*gpu, kernels, m.w, x, n_tokens, kernel, 6, &rows);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(bits(got[t * 6 + i]), bits(full[t * 300 + rows[i]]));
+      }
+      EXPECT_LE(relative_l2(got, 6, want, 6, n_tokens), threshold(type));
+    }
+  }
+  const std::vector<int32_t> bad = {3, -1, 300, 4};
+  const std::vector<float> x = random_activations(2 * 256, rng);
+  for (const MatmulKernel kernel : {MatmulKernel::kMatvec, MatmulKernel::kTiled}) {
+    const std::vector<float> got = run_gpu_matmul(*gpu, kernels, m.w, x, 2, kernel, 4, &bad);
+    for (int64_t t = 0; t < 2; ++t) {
+      EXPECT_FALSE(std::isnan(got[t * 4 + 0]));
+      EXPECT_TRUE(std::isnan(got[t * 4 + 1]) && bits(got[t * 4 + 1]) != kPoison);
+      EXPECT_TRUE(std::isnan(got[t * 4 + 2]) && bits(got[t * 4 + 2]) != kPoison);
+      EXPECT_FALSE(std::isnan(got[t * 4 + 3]));
+    }
+  }
+}
+
+// A weight tensor larger than maxStorageBufferRange (128 MiB on lavapipe): no descriptor limits
+// apply to buffer addresses, so it is one buffer and one dispatch.
+TEST(VulkanMatmulLimits, WeightsBeyondMaxStorageBufferRange) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  const int64_t cols = 2048;
+  const int64_t range_rows = static_cast<int64_t>(gpu->device.info().max_storage_buffer_range / (cols * 4));
+  const int64_t rows = range_rows + 600;
+  if (static_cast<uint64_t>(rows) * cols * 4 > gpu->device.info().max_memory_allocation_size) {
+    GTEST_SKIP() << "maxStorageBufferRange is close to maxMemoryAllocationSize here";
+  }
+  std::mt19937 rng(5);
+  const TestMatrix m = random_matrix(GgmlType::F32, rows, cols, rng);
+  MatmulKernels kernels(gpu->device, gpu->pipelines);
+  for (const int64_t n_tokens : {int64_t{1}, int64_t{3}}) {
+    const std::vector<float> x = random_activations(n_tokens * cols, rng);
+    const std::vector<float> want = run_cpu_matmul(m.w, x, n_tokens);
+    const std::vector<float> got = run_gpu_matmul(*gpu, kernels, m.w, x, n_tokens, MatmulKernel::kAuto, rows);
+    EXPECT_LE(relative_l2(got, rows, want, rows, n_tokens), threshold(GgmlType::F32));
+    // The rows past the first 128 MiB in particular.
+    const std::span<const float> tail_got(got.data() + range_rows, rows - range_rows);
+    const std::span<const float> tail_want(want.data() + range_rows, rows - range_rows);
+    EXPECT_LE(relative_l2(tail_got, rows, tail_want, rows - range_rows, 1), threshold(GgmlType::F32));
+  }
+}
+
+// More matrix-vector workgroups than maxComputeWorkGroupCount[0] (65535): a vocabulary-sized
+// output is folded into a second grid dimension.
+TEST(VulkanMatmulLimits, MoreRowsThanOneGridDimension) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  MatmulKernels kernels(gpu->device, gpu->pipelines);  // 2 rows per workgroup
+  const int64_t rows = 2 * static_cast<int64_t>(gpu->device.info().max_workgroup_count[0]) + 1001;
+  std::mt19937 rng(6);
+  const TestMatrix m = random_matrix(GgmlType::Q4_0, rows, 64, rng);
+  const std::vector<float> x = random_activations(64, rng);
+  const std::vector<float> want = run_cpu_matmul(m.w, x, 1);
+  const std::vector<float> got = run_gpu_matmul(*gpu, kernels, m.w, x, 1, MatmulKernel::kMatvec, rows);
+  EXPECT_LE(relative_l2(got, rows, want, rows, 1), threshold(GgmlType::Q4_0));
+  EXPECT_FALSE(std::isnan(got.back()));
+}
+
+// A sequence recorded once computes the product of whatever the activation buffer holds when it
+// is submitted.
+TEST(VulkanMatmulReplay, ReplayedSequenceUsesNewActivations) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  std::mt19937 rng(8);
+  const int64_t rows = 96, cols = 256, n_tokens = 5;
+  const TestMatrix m = random_matrix(GgmlType::Q4_0, rows, cols, rng);
+  MatmulKernels kernels(gpu->device, gpu->pipelines);
+  Buffer weights(gpu->device, m.bytes.size(), MemoryUse::kDevice);
+  Buffer input(gpu->device, n_tokens * cols * 4, MemoryUse::kDevice);
+  Buffer scratch(gpu->device, MatmulKernels::scratch_bytes(GgmlType::Q4_0, n_tokens, cols), MemoryUse::kDevice);
+  Buffer output(gpu->device, n_tokens * rows * 4, MemoryUse::kDevice);
+  gpu->transfer.upload(weights, 0, m.bytes.data(), m.bytes.size());
+  const DeviceMatrix matrix{GgmlType::Q4_0, weights.address(), rows, cols, m.w.row_bytes};
+  CommandSequence seq(gpu->device);
+  seq.begin();
+  seq.fill(output, 0, output.size(), kPoison);
+  seq.barrier();
+  const PreparedActivations prepared =
+      kernels.record_prepare(seq, GgmlType::Q4_0, input.address(), n_tokens, cols, cols, scratch.address());
+  seq.barrier();
+  kernels.record_matmul(seq, matrix, prepared, output.address(), rows);
+  seq.end();
+  EXPECT_EQ(seq.dispatch_count(), 2u);
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<float> x = random_activations(n_tokens * cols, rng);
+    gpu->transfer.upload(input, 0, x.data(), x.size() * 4);
+    seq.run();
+    std::vector<float> got(n_tokens * rows);
+    gpu->transfer.download(output, 0, got.data(), got.size() * 4);
+    EXPECT_LE(relative_l2(got, rows, run_cpu_matmul(m.w, x, n_tokens), rows, n_tokens), threshold(GgmlType::Q4_0))
+        << "round " << round;
+  }
+}
+
+TEST(VulkanMatmulChecks, RefusesMismatchedInputs) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  MatmulKernels kernels(gpu->device, gpu->pipelines);
+  Buffer buffer(gpu->device, 1 << 16, MemoryUse::kDevice);
+  CommandSequence seq(gpu->device);
+  seq.begin();
+  EXPECT_THROW(kernels.record_prepare(seq, GgmlType::Q4_0, buffer.address(), 1, 48, 48, buffer.address()), Error);
+  const PreparedActivations f16 =
+      kernels.record_prepare(seq, GgmlType::F16, buffer.address(), 1, 64, 64, buffer.address());
+  const DeviceMatrix q4{GgmlType::Q4_0, buffer.address(), 4, 64, ggml_row_bytes(GgmlType::Q4_0, 64)};
+  EXPECT_THROW(kernels.record_matmul(seq, q4, f16, buffer.address(), 4), Error);  // prepared for another type
+  const DeviceMatrix f16_matrix{GgmlType::F16, buffer.address(), 4, 64, 100};
+  EXPECT_THROW(kernels.record_matmul(seq, f16_matrix, f16, buffer.address(), 4), Error);  // wrong row_bytes
+  const DeviceMatrix good{GgmlType::F16, buffer.address(), 4, 64, 128};
+  EXPECT_THROW(kernels.record_matmul(seq, good, f16, buffer.address() + 2, 4), Error);  // misaligned output
+  EXPECT_THROW(kernels.record_matmul(seq, good, f16, buffer.address(), 3), Error);      // stride below rows
+  seq.end();
+}
+
+}  // namespace
+}  // namespace channel::vulkan
