@@ -1,5 +1,6 @@
 // `channel model info` and `channel model synth`.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "model/gguf.h"
 #include "model/model.h"
+#include "model/synth_presets.h"
 #include "model/synthesizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -61,11 +63,12 @@ void print_tensors(const std::string& path) {
 }
 
 struct SynthCliOptions {
-  std::string arch = "gemma4";
+  std::string preset;
+  std::string arch;  // empty: gemma4, or the preset's
   std::string out;
   std::string vocab;
-  std::string type = "f32";
-  std::string embedding_type;
+  std::string type;  // empty: f32, or the preset's
+  std::string embedding_type;  // empty: --type, or the preset's
   uint64_t seed = 1;
   int layers = 0, embd = 0, heads = 0, kv_heads = 0, kv_heads_global = 0, head_dim = 0, head_dim_global = 0, ffn = 0,
       window = 0, period = 0;
@@ -78,13 +81,29 @@ GgmlType parse_type(const std::string& name) {
   return *type;
 }
 
+// Without --preset: the defaults of --arch. With it: the preset's options, which the flags given
+// then override, all but the architecture: a preset is a model of one architecture.
+SynthOptions base_options(const SynthCliOptions& o) {
+  if (!o.preset.empty()) {
+    if (!o.arch.empty()) fail("--arch cannot be combined with --preset: preset '{}' sets the architecture", o.preset);
+    return synth_preset(o.preset);
+  }
+  const std::string arch = o.arch.empty() ? "gemma4" : o.arch;
+  if (arch != "gemma3" && arch != "gemma4") fail("--arch must be gemma3 or gemma4, not '{}'", arch);
+  return default_synth_options(arch == "gemma3" ? ModelArch::Gemma3 : ModelArch::Gemma4);
+}
+
 void run_synth(const SynthCliOptions& o) {
-  if (o.arch != "gemma3" && o.arch != "gemma4") fail("--arch must be gemma3 or gemma4, not '{}'", o.arch);
-  SynthOptions s = default_synth_options(o.arch == "gemma3" ? ModelArch::Gemma3 : ModelArch::Gemma4);
+  SynthOptions s = base_options(o);
   s.vocab_path = o.vocab;
   s.seed = o.seed;
-  s.weight_type = parse_type(o.type);
-  s.embedding_type = o.embedding_type.empty() ? s.weight_type : parse_type(o.embedding_type);
+  if (!o.type.empty()) s.weight_type = parse_type(o.type);
+  // Without a preset the embedding takes --type; a preset keeps its Q8_0 embedding.
+  if (!o.embedding_type.empty()) {
+    s.embedding_type = parse_type(o.embedding_type);
+  } else if (o.preset.empty()) {
+    s.embedding_type = s.weight_type;
+  }
   const auto set = [](int value, int& field) {
     if (value != 0) field = value;
   };
@@ -112,8 +131,9 @@ void run_synth(const SynthCliOptions& o) {
     }
   }
   synthesize_model(s, o.out);
-  fmt::print(stderr, "wrote {} ({} layers, embedding {}, {} weights, seed {})\n", o.out, s.n_layer, s.n_embd,
-             ggml_type_traits(s.weight_type).name, s.seed);
+  fmt::print(stderr, "wrote {} ({}{} layers, embedding {}, {} weights, {} embedding, seed {})\n", o.out,
+             o.preset.empty() ? "" : fmt::format("preset {}: ", o.preset), s.n_layer, s.n_embd,
+             ggml_type_traits(s.weight_type).name, ggml_type_traits(s.embedding_type).name, s.seed);
 }
 
 }  // namespace
@@ -134,15 +154,26 @@ void register_model_commands(CLI::App& app) {
 
   auto o = std::make_shared<SynthCliOptions>();
   CLI::App* synth = model->add_subcommand(
-      "synth", "Write a random-weight gemma3/gemma4 GGUF (for tests), with the vocabulary of another GGUF");
-  synth->add_option("--arch", o->arch, "gemma3 or gemma4")->capture_default_str();
+      "synth",
+      "Write a random-weight gemma3/gemma4 GGUF (for tests, or of a real Gemma size for speed benchmarks), with "
+      "the vocabulary of another GGUF");
+  synth->add_option("--preset", o->preset,
+                    fmt::format("a real Gemma geometry, for speed benchmarks: {}. Q4_0 matrices and a Q8_0 "
+                                "embedding; each layer type's matrices are drawn once and stored in every layer of "
+                                "that type (the bytes per token stay the real model's). Flags given with it override "
+                                "the preset's values, except --arch",
+                                fmt::join(synth_preset_names(), ", ")))
+      ->type_name("NAME");
+  synth->add_option("--arch", o->arch, "gemma3 or gemma4 (default gemma4; not with --preset)");
   synth->add_option("--vocab", o->vocab, "GGUF to copy the tokenizer from (e.g. llama.cpp's ggml-vocab-gemma-4.gguf)")
       ->required()
       ->check(CLI::ExistingFile);
   synth->add_option("-o,--out", o->out, "output GGUF path")->required();
-  synth->add_option("--type", o->type, "weight type of attention and FFN matrices: f32 f16 bf16 q8_0 q4_0")
-      ->capture_default_str();
-  synth->add_option("--embedding-type", o->embedding_type, "type of token_embd (tied output); default: --type");
+  synth->add_option("--type", o->type,
+                    "weight type of attention and FFN matrices: f32 f16 bf16 q8_0 q4_0 (default f32; with --preset "
+                    "q4_0)");
+  synth->add_option("--embedding-type", o->embedding_type,
+                    "type of token_embd (tied output); default: --type (with --preset: q8_0)");
   synth->add_option("--seed", o->seed, "random seed")->capture_default_str();
   synth->add_option("--layers", o->layers, "number of layers (default 6)");
   synth->add_option("--embd", o->embd, "embedding size (default 128)");
@@ -159,6 +190,7 @@ void register_model_commands(CLI::App& app) {
                     "(repeatable; special tokens allowed; each token may have one successor). Such a model has no "
                     "other skill: it is for end-to-end tests of turn logic")
       ->type_name("TEXT");
+  synth->footer("With --preset, the defaults of the geometry flags above are the preset's.");
   synth->callback([o] { run_synth(*o); });
 }
 

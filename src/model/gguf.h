@@ -132,6 +132,10 @@ class GgufWriter {
   void set(std::string key, GgufValue value);
   // `data` must hold exactly ggml_row_bytes(type, dims[0]) * (product of other dims) bytes.
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims, std::vector<uint8_t> data);
+  // The same, with data that other tensors may share: a file that repeats a tensor's bytes
+  // (benchmark models repeat layer matrices) holds them in memory once.
+  void add_shared_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                         std::shared_ptr<const std::vector<uint8_t>> data);
   void write(const std::string& path) const;  // writes to path (throws channel::Error on I/O failure)
   std::vector<uint8_t> to_bytes() const;
 
@@ -144,7 +148,7 @@ class GgufWriter {
     std::string name;
     GgmlType type;
     std::vector<int64_t> dims;
-    std::vector<uint8_t> data;
+    std::shared_ptr<const std::vector<uint8_t>> data;  // never null
   };
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::vector<PendingTensor> tensors_;

@@ -163,15 +163,22 @@ void GgufWriter::set(std::string key, GgufValue value) {
 
 void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
                             std::vector<uint8_t> data) {
+  add_shared_tensor(std::move(name), type, std::move(dims),
+                    std::make_shared<const std::vector<uint8_t>>(std::move(data)));
+}
+
+void GgufWriter::add_shared_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                                   std::shared_ptr<const std::vector<uint8_t>> data) {
   gguf_format::check_tensor_name(name);
+  if (data == nullptr) fail("tensor {} has no data", gguf_format::quote(name));
   if (std::any_of(tensors_.begin(), tensors_.end(),
                   [&](const auto& tensor) { return tensor.name == name; })) {
     fail("duplicate tensor {}", gguf_format::quote(name));
   }
   const auto layout = gguf_format::check_tensor(name, dims, static_cast<uint32_t>(type));
-  if (data.size() != layout.n_bytes) {
+  if (data->size() != layout.n_bytes) {
     fail("tensor {} has {} bytes of data, but its shape and type need {}", gguf_format::quote(name),
-         data.size(), layout.n_bytes);
+         data->size(), layout.n_bytes);
   }
   tensors_.push_back({std::move(name), type, std::move(dims), std::move(data)});
 }
@@ -195,7 +202,7 @@ void GgufWriter::emit(const std::function<void(std::span<const uint8_t>)>& sink)
     for (int64_t dim : tensor.dims) encoder.put<uint64_t>(static_cast<uint64_t>(dim));
     encoder.put(static_cast<uint32_t>(tensor.type));
     encoder.put<uint64_t>(data_offset);
-    data_offset = gguf_format::align_up(data_offset + tensor.data.size(), alignment_);
+    data_offset = gguf_format::align_up(data_offset + tensor.data->size(), alignment_);
   }
   // Padding aligns the data section, so a file without tensors needs none (the reader agrees);
   // padding anyway would make a tiny file with a huge legal alignment gigabytes long.
@@ -204,8 +211,8 @@ void GgufWriter::emit(const std::function<void(std::span<const uint8_t>)>& sink)
     emit_zeros(sink, gguf_format::align_up(header.size(), alignment_) - header.size());
   }
   for (const auto& tensor : tensors_) {
-    sink(tensor.data);
-    emit_zeros(sink, gguf_format::align_up(tensor.data.size(), alignment_) - tensor.data.size());
+    sink(*tensor.data);
+    emit_zeros(sink, gguf_format::align_up(tensor.data->size(), alignment_) - tensor.data->size());
   }
 }
 

@@ -1,12 +1,16 @@
 #include "model/synthesizer.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <functional>
+#include <memory>
+#include <span>
 #include <string_view>
 
 #include "core/error.h"
 #include "core/split_mix.h"
+#include "core/thread_pool.h"
 #include "model/gguf.h"
 #include "model/quantize.h"
 
@@ -21,9 +25,7 @@ uint64_t name_hash(std::string_view name) {
 
 class ModelWriter {
  public:
-  explicit ModelWriter(uint64_t seed) : seed_(seed) {}
-
-  GgufWriter& gguf() { return writer_; }
+  ModelWriter(GgufWriter& writer, uint64_t seed) : writer_(writer), seed_(seed) {}
 
   // Values are drawn from a stream seeded by the model seed and the tensor name only, so every
   // weight type encodes the same underlying values.
@@ -34,12 +36,17 @@ class ModelWriter {
     return v;
   }
 
-  // `edit` may change the drawn values (row-major, `cols` per row) before they are stored.
+  // Changes the drawn values of one row (`cols` values) before they are stored.
+  using RowEdit = std::function<void(int64_t row, std::span<float> values)>;
+
+  // A matrix of normal values drawn from the stream of `drawn_as` (default: its own name), as
+  // values() would draw them; matrices drawn as one name share their encoded bytes.
   void matrix(const std::string& name, GgmlType type, int64_t cols, int64_t rows, float stddev,
-              const std::function<void(std::vector<float>&)>& edit = {}) {
-    auto v = values(name, cols * rows, [stddev](SplitMix64& r) { return r.normal() * stddev; });
-    if (edit) edit(v);
-    writer_.add_tensor(name, type, {cols, rows}, quantize_row(type, v));
+              const RowEdit& edit = {}, const std::string& drawn_as = {}) {
+    const std::string& source = drawn_as.empty() ? name : drawn_as;
+    auto [it, inserted] = encoded_.try_emplace(source);
+    if (inserted) it->second = encode(source, type, cols, rows, stddev, edit);
+    writer_.add_shared_tensor(name, type, {cols, rows}, it->second);
   }
 
   // Norm weights as Gemma stores them in GGUF (effective scale, around `center`).
@@ -54,8 +61,31 @@ class ModelWriter {
   }
 
  private:
+  // Each thread draws its own rows, skipping ahead in the one stream to its first row, and
+  // encodes them row by row: the bytes do not depend on the thread count, and no f32 copy of a
+  // whole matrix (4 GB for a large embedding) is ever held.
+  std::shared_ptr<const std::vector<uint8_t>> encode(const std::string& name, GgmlType type, int64_t cols,
+                                                     int64_t rows, float stddev, const RowEdit& edit) {
+    const size_t row_bytes = ggml_row_bytes(type, cols);
+    auto bytes = std::make_shared<std::vector<uint8_t>>(row_bytes * static_cast<size_t>(rows));
+    pool_.parallel_for(rows, [&](int64_t begin, int64_t end) {
+      SplitMix64 random(seed_ ^ name_hash(name));
+      random.skip_normals(static_cast<uint64_t>(begin * cols));
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = begin; r < end; ++r) {
+        for (auto& x : row) x = random.normal() * stddev;
+        if (edit) edit(r, row);
+        const std::vector<uint8_t> encoded = quantize_row(type, row);
+        std::copy(encoded.begin(), encoded.end(), bytes->begin() + static_cast<ptrdiff_t>(r * row_bytes));
+      }
+    });
+    return bytes;
+  }
+
+  GgufWriter& writer_;
   uint64_t seed_;
-  GgufWriter writer_;
+  ThreadPool pool_;
+  std::map<std::string, std::shared_ptr<const std::vector<uint8_t>>> encoded_;  // by the name drawn as
 };
 
 void check_geometry(const SynthOptions& o) {
@@ -97,6 +127,16 @@ bool is_global_layer(const SynthOptions& o, int il) {
   return il % o.sliding_period == o.sliding_period - 1;
 }
 
+// The layer whose names layer `il`'s matrices are drawn as: its own, or with
+// share_layer_matrices the first layer of its type.
+int matrix_source_layer(const SynthOptions& o, int il) {
+  if (!o.share_layer_matrices) return il;
+  const bool global = is_global_layer(o, il);
+  int first = 0;
+  while (is_global_layer(o, first) != global) ++first;
+  return first;
+}
+
 uint32_t file_type_of(GgmlType type) {
   switch (type) {
     case GgmlType::F32: return 0;
@@ -106,6 +146,64 @@ uint32_t file_type_of(GgmlType type) {
     case GgmlType::BF16: return 32;
   }
   return 0;
+}
+
+int64_t vocabulary_size(const GgufFile& vocab) {
+  const GgufValue* tokens = vocab.find("tokenizer.ggml.tokens");
+  if (!tokens) fail("{}: no tokenizer.ggml.tokens: not a vocabulary GGUF", vocab.origin());
+  return static_cast<int64_t>(tokens->as_array("tokenizer.ggml.tokens").elements.size());
+}
+
+void set_metadata(const SynthOptions& o, const GgufFile& vocab, GgufWriter& w) {
+  const bool gemma4 = o.arch == ModelArch::Gemma4;
+  const std::string arch = gemma4 ? "gemma4" : "gemma3";
+  const auto key = [&arch](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
+  w.set("general.architecture", GgufValue::string(arch));
+  w.set("general.name", GgufValue::string(o.name));
+  w.set("general.file_type", GgufValue::u32(file_type_of(o.weight_type)));
+  w.set("general.quantization_version", GgufValue::u32(2));
+  w.set(key("context_length"), GgufValue::u32(8192));
+  w.set(key("embedding_length"), GgufValue::u32(o.n_embd));
+  w.set(key("block_count"), GgufValue::u32(o.n_layer));
+  w.set(key("feed_forward_length"), GgufValue::u32(o.n_ff));
+  w.set(key("attention.head_count"), GgufValue::u32(o.n_head));
+  w.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(1e-6f));
+  w.set(key("attention.sliding_window"), GgufValue::u32(o.sliding_window));
+
+  if (gemma4) {
+    std::vector<GgufValue> kv_heads, pattern;
+    for (int il = 0; il < o.n_layer; ++il) {
+      const bool global = is_global_layer(o, il);
+      kv_heads.push_back(GgufValue::i32(global ? o.n_head_kv_global : o.n_head_kv));
+      pattern.push_back(GgufValue::boolean(!global));
+    }
+    w.set(key("attention.head_count_kv"), GgufValue::array(GgufValueType::INT32, std::move(kv_heads)));
+    w.set(key("attention.sliding_window_pattern"), GgufValue::array(GgufValueType::BOOL, std::move(pattern)));
+    w.set(key("attention.key_length"), GgufValue::u32(o.head_dim_global));
+    w.set(key("attention.value_length"), GgufValue::u32(o.head_dim_global));
+    w.set(key("attention.key_length_swa"), GgufValue::u32(o.head_dim));
+    w.set(key("attention.value_length_swa"), GgufValue::u32(o.head_dim));
+    w.set(key("attention.shared_kv_layers"), GgufValue::u32(0));
+    w.set(key("embedding_length_per_layer_input"), GgufValue::u32(0));
+    w.set(key("final_logit_softcapping"), GgufValue::f32(30.0f));
+    w.set(key("rope.dimension_count"), GgufValue::u32(o.head_dim_global));
+    w.set(key("rope.dimension_count_swa"), GgufValue::u32(o.head_dim));
+    w.set(key("rope.freq_base"), GgufValue::f32(1e6f));
+    w.set(key("rope.freq_base_swa"), GgufValue::f32(1e4f));
+  } else {
+    w.set(key("attention.head_count_kv"), GgufValue::u32(o.n_head_kv));
+    w.set(key("attention.sliding_window_pattern"), GgufValue::u32(o.sliding_period));
+    w.set(key("attention.key_length"), GgufValue::u32(o.head_dim));
+    w.set(key("attention.value_length"), GgufValue::u32(o.head_dim));
+    w.set(key("rope.freq_base"), GgufValue::f32(1e6f));
+    if (o.rope_scaling_factor > 0.0f) {
+      w.set(key("rope.scaling.type"), GgufValue::string("linear"));
+      w.set(key("rope.scaling.factor"), GgufValue::f32(o.rope_scaling_factor));
+    }
+  }
+  for (const auto& [k, v] : vocab.metadata()) {
+    if (k.starts_with("tokenizer.")) w.set(k, v);
+  }
 }
 
 }  // namespace
@@ -146,60 +244,10 @@ SynthOptions default_synth_options(ModelArch arch) {
 void synthesize_model(const SynthOptions& o, const std::string& out_path) {
   check_geometry(o);
   const GgufFile vocab = GgufFile::open(o.vocab_path);
-  const GgufValue* tokens = vocab.find("tokenizer.ggml.tokens");
-  if (!tokens) fail("{}: no tokenizer.ggml.tokens: not a vocabulary GGUF", o.vocab_path);
-  const int64_t n_vocab = static_cast<int64_t>(tokens->as_array("tokenizer.ggml.tokens").elements.size());
-
+  const int64_t n_vocab = vocabulary_size(vocab);
   const bool gemma4 = o.arch == ModelArch::Gemma4;
-  const std::string arch = gemma4 ? "gemma4" : "gemma3";
-  const auto key = [&arch](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
-
-  ModelWriter model(o.seed);
-  GgufWriter& w = model.gguf();
-  w.set("general.architecture", GgufValue::string(arch));
-  w.set("general.name", GgufValue::string(o.name));
-  w.set("general.file_type", GgufValue::u32(file_type_of(o.weight_type)));
-  w.set("general.quantization_version", GgufValue::u32(2));
-  w.set(key("context_length"), GgufValue::u32(8192));
-  w.set(key("embedding_length"), GgufValue::u32(o.n_embd));
-  w.set(key("block_count"), GgufValue::u32(o.n_layer));
-  w.set(key("feed_forward_length"), GgufValue::u32(o.n_ff));
-  w.set(key("attention.head_count"), GgufValue::u32(o.n_head));
-  w.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(1e-6f));
-  w.set(key("attention.sliding_window"), GgufValue::u32(o.sliding_window));
-
-  if (gemma4) {
-    std::vector<GgufValue> kv_heads, pattern;
-    for (int il = 0; il < o.n_layer; ++il) {
-      const bool global = is_global_layer(o, il);
-      kv_heads.push_back(GgufValue::i32(global ? o.n_head_kv_global : o.n_head_kv));
-      pattern.push_back(GgufValue::boolean(!global));
-    }
-    w.set(key("attention.head_count_kv"), GgufValue::array(GgufValueType::INT32, std::move(kv_heads)));
-    w.set(key("attention.sliding_window_pattern"), GgufValue::array(GgufValueType::BOOL, std::move(pattern)));
-    w.set(key("attention.key_length"), GgufValue::u32(o.head_dim_global));
-    w.set(key("attention.value_length"), GgufValue::u32(o.head_dim_global));
-    w.set(key("attention.key_length_swa"), GgufValue::u32(o.head_dim));
-    w.set(key("attention.value_length_swa"), GgufValue::u32(o.head_dim));
-    w.set(key("attention.shared_kv_layers"), GgufValue::u32(0));
-    w.set(key("embedding_length_per_layer_input"), GgufValue::u32(0));
-    w.set(key("final_logit_softcapping"), GgufValue::f32(30.0f));
-    w.set(key("rope.dimension_count"), GgufValue::u32(o.head_dim_global));
-    w.set(key("rope.dimension_count_swa"), GgufValue::u32(o.head_dim));
-    w.set(key("rope.freq_base"), GgufValue::f32(1e6f));
-    w.set(key("rope.freq_base_swa"), GgufValue::f32(1e4f));
-  } else {
-    w.set(key("attention.head_count_kv"), GgufValue::u32(o.n_head_kv));
-    w.set(key("attention.sliding_window_pattern"), GgufValue::u32(o.sliding_period));
-    w.set(key("attention.key_length"), GgufValue::u32(o.head_dim));
-    w.set(key("attention.value_length"), GgufValue::u32(o.head_dim));
-    w.set(key("rope.freq_base"), GgufValue::f32(1e6f));
-    w.set(key("rope.scaling.type"), GgufValue::string("linear"));
-    w.set(key("rope.scaling.factor"), GgufValue::f32(o.rope_scaling_factor));
-  }
-  for (const auto& [k, v] : vocab.metadata()) {
-    if (k.starts_with("tokenizer.")) w.set(k, v);
-  }
+  GgufWriter w;
+  set_metadata(o, vocab, w);
 
   // Embeddings are small next to what the layers add to the residual stream (RMS 0.5 after the
   // sqrt(n_embd) input scale against ~1 per block), so the tied output does not simply predict
@@ -212,19 +260,26 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
   // softcap, every other logit is within a unit or so of zero.
   const std::map<int32_t, int32_t> successors = script_successors(o.script, n_vocab, o.n_embd);
   const bool scripted = !successors.empty();
-  const int64_t cols = o.n_embd;
+  std::map<int64_t, int64_t> axis_of_token;                      // scripted token -> its axis
+  std::map<int64_t, std::vector<int64_t>> axes_of_predecessors;  // successor -> its predecessors' axes
+  for (const auto& [token, next] : successors) {
+    const auto axis = static_cast<int64_t>(axis_of_token.size());
+    axis_of_token[token] = axis;
+    axes_of_predecessors[next].push_back(axis);
+  }
+  ModelWriter model(w, o.seed);
   model.matrix("token_embd.weight", o.embedding_type, o.n_embd, n_vocab, 0.5f / std::sqrt(static_cast<float>(o.n_embd)),
-               [&](std::vector<float>& v) {
-                 int64_t axis = 0;
-                 for (const auto& [token, next] : successors) {
-                   std::fill_n(v.begin() + token * cols, cols, 0.0f);
-                   v[token * cols + axis++] = 1.0f;
-                 }
+               [&](int64_t row, std::span<float> v) {
+                 const auto it = axis_of_token.find(row);
+                 if (it == axis_of_token.end()) return;
+                 std::fill(v.begin(), v.end(), 0.0f);
+                 v[it->second] = 1.0f;
                });
   if (scripted) {
-    model.matrix("output.weight", o.embedding_type, o.n_embd, n_vocab, 0.002f, [&](std::vector<float>& v) {
-      int64_t axis = 0;
-      for (const auto& [token, next] : successors) v[next * cols + axis++] = 1.0f;
+    model.matrix("output.weight", o.embedding_type, o.n_embd, n_vocab, 0.002f, [&](int64_t row, std::span<float> v) {
+      const auto it = axes_of_predecessors.find(row);
+      if (it == axes_of_predecessors.end()) return;
+      for (int64_t axis : it->second) v[axis] = 1.0f;
     });
   }
   if (gemma4) {
@@ -245,12 +300,16 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     const int64_t q_width = int64_t{o.n_head} * head_dim;
     const int64_t kv_width = int64_t{n_head_kv} * head_dim;
     const float in_std = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
-    const auto name = [il](const char* t) { return fmt::format("blk.{}.{}.weight", il, t); };
+    const auto tensor_name = [](int layer, const char* t) { return fmt::format("blk.{}.{}.weight", layer, t); };
+    const auto name = [&](const char* t) { return tensor_name(il, t); };
+    const auto matrix = [&](const char* t, int64_t cols, int64_t rows, float stddev) {
+      model.matrix(name(t), o.weight_type, cols, rows, stddev, {}, tensor_name(matrix_source_layer(o, il), t));
+    };
     model.norm(name("attn_norm"), o.n_embd);
-    model.matrix(name("attn_q"), o.weight_type, o.n_embd, q_width, in_std);
-    model.matrix(name("attn_k"), o.weight_type, o.n_embd, kv_width, in_std);
-    if (!(gemma4 && global && o.global_v_equals_k)) model.matrix(name("attn_v"), o.weight_type, o.n_embd, kv_width, in_std);
-    model.matrix(name("attn_output"), o.weight_type, q_width, o.n_embd, 1.0f / std::sqrt(static_cast<float>(q_width)));
+    matrix("attn_q", o.n_embd, q_width, in_std);
+    matrix("attn_k", o.n_embd, kv_width, in_std);
+    if (!(gemma4 && global && o.global_v_equals_k)) matrix("attn_v", o.n_embd, kv_width, in_std);
+    matrix("attn_output", q_width, o.n_embd, 1.0f / std::sqrt(static_cast<float>(q_width)));
     // Gemma 4 does not scale queries (attention scale 1.0), so its trained QK-norm weights keep
     // the scores moderate; weights of head_dim^-1/4 give scores of unit spread here, where 1.0
     // would give a softmax so sharp that f16 rounding of K decides between keys.
@@ -266,9 +325,9 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     };
     post_norm(name("post_attention_norm"));
     model.norm(name("ffn_norm"), o.n_embd);
-    model.matrix(name("ffn_gate"), o.weight_type, o.n_embd, o.n_ff, in_std);
-    model.matrix(name("ffn_up"), o.weight_type, o.n_embd, o.n_ff, in_std);
-    model.matrix(name("ffn_down"), o.weight_type, o.n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_ff)));
+    matrix("ffn_gate", o.n_embd, o.n_ff, in_std);
+    matrix("ffn_up", o.n_embd, o.n_ff, in_std);
+    matrix("ffn_down", o.n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_ff)));
     post_norm(name("post_ffw_norm"));
     if (gemma4) {
       model.f32(name("layer_output_scale"), model.values(name("layer_output_scale"), 1, [](SplitMix64& r) {
@@ -277,6 +336,14 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     }
   }
   w.write(out_path);
+}
+
+GgufWriter synth_metadata(const SynthOptions& o) {
+  check_geometry(o);
+  const GgufFile vocab = GgufFile::open(o.vocab_path);
+  GgufWriter w;
+  set_metadata(o, vocab, w);
+  return w;
 }
 
 }  // namespace channel

@@ -1,7 +1,8 @@
 // Writes random-weight Gemma 3 / Gemma 4 GGUF files of any geometry and weight type, with the
 // tokenizer copied from a vocabulary GGUF. Tests make their models with it at run time, and
 // the same seed gives the same file, so a model quantized to every type shares one set of
-// underlying f32 weights.
+// underlying f32 weights. Speed benchmarks make models of real Gemma sizes with it
+// (model/synth_presets.h), with share_layer_matrices so that gigabytes are written in minutes.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "model/ggml_type.h"
+#include "model/gguf.h"
 #include "model/model_config.h"
 
 namespace channel {
@@ -32,7 +34,12 @@ struct SynthOptions {
   int sliding_period = 3;           // every period-th layer is global (and the last for Gemma 4)
   float rotary_fraction = 0.25f;    // Gemma 4 global layers: share of frequency pairs rotated
   bool global_v_equals_k = true;    // Gemma 4 global layers without attn_v
-  float rope_scaling_factor = 8.0f; // Gemma 3 global layers, linear
+  float rope_scaling_factor = 8.0f; // Gemma 3 global layers, linear; 0: none (no keys, as Gemma 3 1B)
+  // For benchmark models: every layer stores the matrices of the first layer of its type
+  // (sliding or global), drawn and encoded once and held in memory once; norms and layer scalars
+  // stay per layer. The file still holds each layer's own copy, so a forward pass moves the bytes
+  // per token of a model with distinct layers, but the values of only two layers are drawn.
+  bool share_layer_matrices = false;
   std::string name = "channel-synthetic";
   // Scripted continuations, for end-to-end tests of the engine's turn logic: each sequence's
   // token i is followed by token i + 1 with a logit far above all others (the layers add
@@ -51,5 +58,10 @@ std::map<int32_t, int32_t> script_successors(const std::vector<std::vector<int32
 
 // Validates the geometry (block sizes, head counts) and writes the model; throws channel::Error.
 void synthesize_model(const SynthOptions& options, const std::string& out_path);
+
+// The metadata synthesize_model writes (architecture, geometry, tokenizer) without any tensor,
+// after the same geometry checks: what a model of these options would be, known without
+// drawing or writing its weights (a preset model is gigabytes).
+GgufWriter synth_metadata(const SynthOptions& options);
 
 }  // namespace channel
