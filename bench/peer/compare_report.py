@@ -249,6 +249,16 @@ def round_summary(paths):
 
 # ---- the report ----
 
+def read_noise(path):
+    """noise.txt lines 'NAME SECONDS OTHER_CPUS' -> [(name, seconds, cpus)]."""
+    try:
+        with open(path) as f:
+            rows = [line.split() for line in f if line.strip()]
+    except OSError:
+        return []
+    return [(r[0], float(r[1]), float(r[2])) for r in rows if len(r) == 3]
+
+
 def median_or_none(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -350,6 +360,16 @@ def report(args):
                f"median of {a.rounds} interleaved round{'s' if a.rounds != 1 else ''}")
     out.append(f"machine: {cpu}, {os.cpu_count()} CPUs{' (AMX)' if amx else ''}; load average before "
                f"{a.load_before or '?'}, after {a.load_after or '?'}")
+    noise = read_noise(os.path.join(a.workdir, "noise.txt"))
+    if noise:
+        total_s = sum(n[1] for n in noise)
+        mean = sum(n[1] * n[2] for n in noise) / total_s if total_s else 0.0
+        worst = max(noise, key=lambda n: n[2])
+        out.append(f"other processes during the runs: {mean:.2f} CPUs on average, at most {worst[2]:.2f} "
+                   f"({worst[0]}; from /proc/stat less this script's children, steal included)")
+        if worst[2] > 0.2:
+            out.append("warning: the machine was not quiet; runs that shared it are slower than they would be, "
+                       "llama.cpp's (its thread pool spins at barriers) more than Channel's")
     out.append(f"peer: {a.peer}")
     out.append(f"read bandwidth: {bw['read_gb_s']:.2f} GB/s ({bw['threads']} threads, best of "
                f"{len(bandwidths)} measurements; {bw['streams']} streams per thread)")
@@ -408,6 +428,7 @@ def report(args):
             "weights": w, "bandwidth": bw, "bandwidth_runs": bandwidths, "decode_ceiling_tok_s": ceiling,
             "llama": [dict(extra, samples=s, median={k: med(s, k) for k in s}) for _, s, extra in engines],
             "channel": {"samples": ch, "median": {k: med(ch, k) for k in ch}, "backend": ch_info.get("backend")},
+            "other_cpus_during_runs": [{"run": n, "seconds": t, "other_cpus": c} for n, t, c in noise],
             "command": a.command,
         }
         with open(a.json_out, "w") as f:
