@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+#include <limits>
+
 #include "core/error.h"
 
 namespace channel::vulkan {
@@ -43,6 +46,7 @@ CommandSequence::CommandSequence(Device& device) : device_(device) {
 CommandSequence::~CommandSequence() {
   const VolkDeviceTable& fn = device_.fn();
   if (pending_) fn.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  if (timestamps_ != VK_NULL_HANDLE) fn.vkDestroyQueryPool(device_.handle(), timestamps_, nullptr);
   fn.vkDestroyFence(device_.handle(), fence_, nullptr);
   fn.vkDestroyCommandPool(device_.handle(), pool_, nullptr);  // frees the command buffer
 }
@@ -60,6 +64,9 @@ void CommandSequence::begin() {
   state_ = State::kRecording;
   dispatches_ = 0;
   bound_ = VK_NULL_HANDLE;
+  timestamps_written_ = 0;
+  timestamps_reset_ = false;
+  submitted_ = false;
   // Everything earlier on the queue (other sequences, copies) before anything here.
   memory_barrier(fn, commands_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
                  VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
@@ -130,12 +137,50 @@ void CommandSequence::end() {
   state_ = State::kRecorded;
 }
 
+void CommandSequence::write_timestamp(uint32_t index) {
+  require_recording("write_timestamp");
+  if (index >= kMaxTimestamps) fail("Vulkan: timestamp {} (at most {})", index, kMaxTimestamps);
+  if (device_.timestamp_valid_bits() == 0) fail("Vulkan: {} has no timestamps on its compute queue", device_.info().name);
+  const VolkDeviceTable& fn = device_.fn();
+  if (timestamps_ == VK_NULL_HANDLE) {
+    VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = kMaxTimestamps;
+    check(fn.vkCreateQueryPool(device_.handle(), &info, nullptr, &timestamps_), "vkCreateQueryPool");
+  }
+  if (!timestamps_reset_) {  // queries must be reset before they are written, on every replay
+    fn.vkCmdResetQueryPool(commands_, timestamps_, 0, kMaxTimestamps);
+    timestamps_reset_ = true;
+  }
+  fn.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, index);
+  timestamps_written_ |= uint64_t{1} << index;
+}
+
+std::vector<double> CommandSequence::timestamps_ns() const {
+  if (timestamps_written_ == 0) return {};
+  if (pending_ || !submitted_) fail("Vulkan: CommandSequence::timestamps_ns before submit() and wait()");
+  const uint32_t bits = device_.timestamp_valid_bits();
+  const uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const auto n = static_cast<uint32_t>(64 - std::countl_zero(timestamps_written_));
+  std::vector<double> ns(n, std::numeric_limits<double>::quiet_NaN());
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!(timestamps_written_ >> i & 1)) continue;  // never written: waiting for it would hang
+    uint64_t ticks = 0;
+    check(device_.fn().vkGetQueryPoolResults(device_.handle(), timestamps_, i, 1, sizeof(ticks), &ticks,
+                                             sizeof(ticks), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+    ns[i] = static_cast<double>(ticks & mask) * device_.info().timestamp_period_ns;
+  }
+  return ns;
+}
+
 void CommandSequence::submit() {
   if (state_ != State::kRecorded) fail("Vulkan: CommandSequence::submit before end()");
   wait();
   check(device_.fn().vkResetFences(device_.handle(), 1, &fence_), "vkResetFences");
   device_.submit(commands_, fence_);
   pending_ = true;
+  submitted_ = true;
 }
 
 void CommandSequence::wait() {

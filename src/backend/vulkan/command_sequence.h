@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "backend/vulkan/buffer.h"
 #include "backend/vulkan/device.h"
@@ -75,6 +76,16 @@ class CommandSequence {
   bool pending() const { return pending_; }
   uint32_t dispatch_count() const { return dispatches_; }
 
+  // ---- profiling
+  // Records GPU timestamp `index` (< kMaxTimestamps): the time at which all commands recorded
+  // before it have finished. After wait(), timestamps_ns()[i] is the time of index i in the last
+  // submission, in nanoseconds from an arbitrary origin (differences are durations: per-kernel
+  // times against bytes moved), NaN for indices not written in this recording. Unavailable where
+  // Device::timestamp_valid_bits() is 0 (throws).
+  static constexpr uint32_t kMaxTimestamps = 64;
+  void write_timestamp(uint32_t index);
+  std::vector<double> timestamps_ns() const;
+
  private:
   enum class State { kEmpty, kRecording, kRecorded };
   struct GroupGrid {
@@ -89,8 +100,12 @@ class CommandSequence {
   VkFence fence_ = VK_NULL_HANDLE;
   State state_ = State::kEmpty;
   bool pending_ = false;
+  bool submitted_ = false;  // since the last begin()
   uint32_t dispatches_ = 0;
   VkPipeline bound_ = VK_NULL_HANDLE;
+  VkQueryPool timestamps_ = VK_NULL_HANDLE;  // made on first use
+  uint64_t timestamps_written_ = 0;          // bit i: index i is written in this recording
+  bool timestamps_reset_ = false;            // this recording resets the pool before its first write
 };
 
 }  // namespace channel::vulkan

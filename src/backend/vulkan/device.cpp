@@ -16,13 +16,19 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-// The queue family for compute: one with compute but no graphics if there is one (a dedicated
-// compute queue does not share time slices with a desktop), else any with compute.
-uint32_t pick_compute_queue_family(VkPhysicalDevice device) {
+std::vector<VkQueueFamilyProperties> queue_families(VkPhysicalDevice device) {
   uint32_t count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
   std::vector<VkQueueFamilyProperties> families(count);
   vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+  return families;
+}
+
+// The queue family for compute: one with compute but no graphics if there is one (a dedicated
+// compute queue does not share time slices with a desktop), else any with compute.
+uint32_t pick_compute_queue_family(VkPhysicalDevice device) {
+  const std::vector<VkQueueFamilyProperties> families = queue_families(device);
+  const auto count = static_cast<uint32_t>(families.size());
   std::optional<uint32_t> any;
   for (uint32_t i = 0; i < count; ++i) {
     if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0) continue;
@@ -64,6 +70,7 @@ Device::Device(std::optional<uint32_t> index) {
   physical_ = devices[*index];
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   queue_family_ = pick_compute_queue_family(physical_);
+  timestamp_valid_bits_ = queue_families(physical_)[queue_family_].timestampValidBits;
 
   // Features: the required ones, and the optional ones the kernels use where present.
   const DeviceFeatures& f = info_.features;

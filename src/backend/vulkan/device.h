@@ -37,6 +37,8 @@ class Device {
 
   // Whether shaders built with USE_INTEGER_DOT may run here (the feature was enabled).
   bool integer_dot_enabled() const { return info_.features.integer_dot_product; }
+  // Valid bits of the compute queue's timestamps; 0: no timestamps (CommandSequence::write_timestamp).
+  uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }
 
   // vkQueueSubmit of one command buffer on the compute queue, signalling `fence` (may be
   // VK_NULL_HANDLE). Thread-safe: the queue is externally synchronized through a mutex.
@@ -55,6 +57,7 @@ class Device {
   VolkDeviceTable fn_{};
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
+  uint32_t timestamp_valid_bits_ = 0;
   VkPhysicalDeviceMemoryProperties memory_{};
   std::mutex queue_mutex_;
 };

@@ -134,6 +134,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
   info.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
   info.max_push_constants = limits.maxPushConstantsSize;
+  info.timestamp_period_ns = limits.timestampPeriod;
 
   // ---- features
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};

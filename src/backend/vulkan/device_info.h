@@ -54,6 +54,7 @@ struct DeviceInfo {
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_push_constants = 0;
+  float timestamp_period_ns = 0;  // nanoseconds per timestamp tick
 
   DeviceFeatures features;
   // The required features (above) this device lacks, by their Vulkan names; empty: usable.

@@ -1,6 +1,7 @@
 // Buffers, transfers and replayed command sequences.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -95,6 +96,27 @@ TEST(VulkanCommandSequence, ReplaysWithoutRecordingAgain) {
     gpu->transfer.download(dst, 0, back.data(), back.size());
     EXPECT_TRUE(std::equal(data.begin(), data.end(), back.begin() + 32)) << "round " << round;
     for (size_t i : {size_t{0}, size_t{31}, n + 32, n + 63}) EXPECT_EQ(back[i], (0xdeadbeefu >> (8 * (i % 4))) & 0xff);
+  }
+}
+
+TEST(VulkanCommandSequence, TimestampsMeasureTheWorkBetweenThem) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  if (gpu->device.timestamp_valid_bits() == 0) GTEST_SKIP() << "no timestamps on this queue";
+  const Buffer buffer(gpu->device, 64 << 20, MemoryUse::kDevice);
+  CommandSequence seq(gpu->device);
+  seq.begin();
+  seq.write_timestamp(0);
+  seq.fill(buffer, 0, buffer.size(), 0);
+  seq.write_timestamp(2);
+  seq.end();
+  EXPECT_THROW(seq.timestamps_ns(), Error);  // not run yet
+  for (int round = 0; round < 2; ++round) {  // a replay writes them again
+    seq.run();
+    const std::vector<double> ns = seq.timestamps_ns();
+    ASSERT_EQ(ns.size(), 3u);
+    EXPECT_TRUE(std::isnan(ns[1]));
+    EXPECT_GT(ns[2], ns[0]) << "round " << round;
+    EXPECT_LT(ns[2] - ns[0], 60e9);
   }
 }
 
