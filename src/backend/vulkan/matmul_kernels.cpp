@@ -37,6 +37,16 @@ constexpr uint32_t kQuantizeWorkgroup = 64;  // quantize_q8.comp local_size_x
 constexpr uint32_t kRoundWorkgroup = 256;    // round_half.comp local_size_x
 constexpr int64_t kTileRows = 64;            // matmul.comp BM
 constexpr int64_t kTileTokens = 64;          // matmul.comp BN
+constexpr int64_t kChunkBlocks = 8;          // matvec_chunked.comp: blocks per chunk
+
+// Threads per row of the chunked kernel: the smallest power of two >= the chunks of a row, at
+// most the workgroup.
+uint32_t chunked_threads_per_row(int64_t cols, uint32_t workgroup) {
+  const int64_t chunks = cols / (kQuantBlock * kChunkBlocks);
+  uint32_t threads = 1;
+  while (threads < chunks && threads < workgroup) threads *= 2;
+  return threads;
+}
 
 bool is_quantized(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
 
@@ -76,8 +86,9 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
       break;
     case IntegerDot::kOff: integer_dot_ = false; break;
   }
-  if (options.matvec_workgroup == 0 || options.matvec_workgroup > device.info().max_workgroup_invocations ||
-      options.matvec_rows == 0) {
+  if (options.matvec_workgroup == 0 || (options.matvec_workgroup & (options.matvec_workgroup - 1)) != 0 ||
+      options.matvec_workgroup > device.info().max_workgroup_invocations || options.matvec_rows == 0 ||
+      options.chunked_rows_per_thread == 0) {
     fail("Vulkan: matrix-vector workgroup of {} threads and {} rows is not possible on {}", options.matvec_workgroup,
          options.matvec_rows, device.info().name);
   }
@@ -101,6 +112,18 @@ const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, uint32_t to
   const uint32_t specialization[] = {workgroup, options_.matvec_rows, tokens, (workgroup + min_subgroup - 1) / min_subgroup};
   const std::string name = "matvec_" + type_suffix(type) + (is_quantized(type) && integer_dot_ ? "_dot" : "");
   return pipelines_.get(name, specialization);
+}
+
+const ComputePipeline& MatmulKernels::chunked_matvec_pipeline(GgmlType type, uint32_t threads_per_row,
+                                                               uint32_t tokens) {
+  const uint32_t specialization[] = {options_.matvec_workgroup, threads_per_row, options_.chunked_rows_per_thread,
+                                     tokens};
+  return pipelines_.get("matvec_chunked_" + type_suffix(type) + (integer_dot_ ? "_dot" : ""), specialization);
+}
+
+bool MatmulKernels::use_chunked_matvec(const DeviceMatrix& w, const PreparedActivations& x) const {
+  return options_.chunked_matvec && is_quantized(w.type) && (w.cols / kQuantBlock) % kChunkBlocks == 0 &&
+         w.data % 16 == 0 && x.values % 16 == 0 && x.stride % 16 == 0;
 }
 
 const ComputePipeline& MatmulKernels::tiled_pipeline(GgmlType type) {
@@ -204,7 +227,13 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
   if (kernel == MatmulKernel::kAuto) {
     kernel = x.n_tokens <= options_.matvec_max_tokens ? MatmulKernel::kMatvec : MatmulKernel::kTiled;
   }
-  if (kernel == MatmulKernel::kMatvec) {
+  if (kernel == MatmulKernel::kMatvec && use_chunked_matvec(w, x)) {
+    const uint32_t threads_per_row = chunked_threads_per_row(w.cols, options_.matvec_workgroup);
+    const uint64_t rows_per_group =
+        static_cast<uint64_t>(options_.matvec_workgroup / threads_per_row) * options_.chunked_rows_per_thread;
+    const uint64_t groups = (static_cast<uint64_t>(n_out) + rows_per_group - 1) / rows_per_group;
+    seq.dispatch_groups(chunked_matvec_pipeline(w.type, threads_per_row, tokens_per_pass(x.n_tokens)), push, groups);
+  } else if (kernel == MatmulKernel::kMatvec) {
     const uint64_t groups = (static_cast<uint64_t>(n_out) + options_.matvec_rows - 1) / options_.matvec_rows;
     seq.dispatch_groups(matvec_pipeline(w.type, tokens_per_pass(x.n_tokens)), push, groups);
   } else {

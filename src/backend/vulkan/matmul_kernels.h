@@ -17,7 +17,9 @@
 //   seq.barrier();  // before anything reads q_out / k_out
 // Kernels: kMatvec streams the weights once per few tokens (decode; memory-bound), kTiled reads
 // each weight tile once per 64 tokens through shared memory (prefill). kAuto picks kMatvec up to
-// Options::matvec_max_tokens tokens.
+// Options::matvec_max_tokens tokens. For Q4_0 / Q8_0 rows of a multiple of 8 blocks at a 16-byte
+// aligned address (all Gemma widths), kMatvec reads 8-block chunks with 16-byte loads
+// (matvec_chunked.comp) instead of one block per thread with 2-byte loads (matvec.comp).
 #pragma once
 
 #include <cstdint>
@@ -63,9 +65,11 @@ class MatmulKernels {
  public:
   struct Options {
     IntegerDot integer_dot = IntegerDot::kAuto;
-    uint32_t matvec_workgroup = 128;  // threads per matrix-vector workgroup
+    uint32_t matvec_workgroup = 128;  // threads per matrix-vector workgroup (a power of two)
     uint32_t matvec_rows = 2;         // weight rows per matrix-vector workgroup
     int64_t matvec_max_tokens = 8;    // kAuto: kMatvec up to this many tokens, kTiled above
+    bool chunked_matvec = true;       // Q4_0 / Q8_0: the 8-block chunk kernel where rows allow it
+    uint32_t chunked_rows_per_thread = 2;
   };
 
   MatmulKernels(Device& device, PipelineCache& pipelines);
@@ -101,6 +105,8 @@ class MatmulKernels {
   void record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids,
               int64_t n_out, VkDeviceAddress out, int64_t out_stride, MatmulKernel kernel);
   const ComputePipeline& matvec_pipeline(GgmlType type, uint32_t tokens_per_pass);
+  const ComputePipeline& chunked_matvec_pipeline(GgmlType type, uint32_t threads_per_row, uint32_t tokens_per_pass);
+  bool use_chunked_matvec(const DeviceMatrix& w, const PreparedActivations& x) const;
   const ComputePipeline& tiled_pipeline(GgmlType type);
 
   Device& device_;

@@ -56,6 +56,8 @@ foreach(type q8_0 q4_0)
   string(TOUPPER ${type} TYPE)
   channel_vulkan_shader(matvec_${type}_dot matvec.comp -DTYPE_${TYPE} -DUSE_INTEGER_DOT)
   channel_vulkan_shader(matmul_${type}_dot matmul.comp -DTYPE_${TYPE} -DUSE_INTEGER_DOT)
+  channel_vulkan_shader(matvec_chunked_${type} matvec_chunked.comp -DTYPE_${TYPE})
+  channel_vulkan_shader(matvec_chunked_${type}_dot matvec_chunked.comp -DTYPE_${TYPE} -DUSE_INTEGER_DOT)
 endforeach()
 # Activation conversions.
 channel_vulkan_shader(quantize_q8_0 quantize_q8.comp)
