@@ -24,7 +24,8 @@ struct Batch {
   std::span<const int32_t> tokens;
   std::span<const int32_t> positions;
   std::span<const uint32_t> slots;
-  // Asked before each layer (if set): once it answers true, forward() stops and returns false.
+  // Asked before each layer (CPU) or chunk of layers (GPU: one submission) if set: once it
+  // answers true, forward() stops and returns false.
   // The batch's slots then hold the KV of some layers only; the caller restores them
   // (StreamContext does).
   std::function<bool()> cancelled;

@@ -1,6 +1,7 @@
 #include "backend/backend_factory.h"
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/vulkan/vulkan_backend.h"
 #include "core/error.h"
 
 namespace channel {
@@ -17,10 +18,14 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const 
   switch (options.kind) {
     case BackendKind::Cpu:
       return std::make_unique<cpu::CpuBackend>(std::move(model), options.threads);
-    case BackendKind::Vulkan:
-      break;
+    case BackendKind::Vulkan: {
+      vulkan::VulkanBackendOptions vulkan_options;
+      if (options.gpu_device >= 0) vulkan_options.device_index = static_cast<uint32_t>(options.gpu_device);
+      vulkan_options.layers_per_submit = options.layers_per_submit;
+      return std::make_unique<vulkan::VulkanBackend>(std::move(model), vulkan_options);
+    }
   }
-  fail("the Vulkan backend (--gpu, --backend vulkan) is not built into this version yet; use --backend cpu");
+  fail("unknown backend");
 }
 
 }  // namespace channel

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/backend_checks.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
@@ -67,37 +68,9 @@ void CpuBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) {
   });
 }
 
-void CpuBackend::validate(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
-                          std::span<const int32_t> candidates) const {
-  const int n_vocab = model_->config().n_vocab;
-  if (batch.tokens.empty()) fail("empty batch");
-  if (batch.positions.size() != batch.tokens.size() || batch.slots.size() != batch.tokens.size()) {
-    fail("batch has {} tokens but {} positions and {} slots", batch.tokens.size(), batch.positions.size(), batch.slots.size());
-  }
-  for (size_t i = 0; i < batch.tokens.size(); ++i) {
-    if (batch.tokens[i] < 0 || batch.tokens[i] >= n_vocab) {
-      fail("token id {} is outside the vocabulary (0..{})", batch.tokens[i], n_vocab - 1);
-    }
-    if (batch.slots[i] >= kKvSlots) fail("KV slot {} is outside the cache (0..{})", batch.slots[i], kKvSlots - 1);
-    if (batch.positions[i] < 0) fail("negative position {}", batch.positions[i]);
-  }
-  for (const kv::SlotRuns* slots : {&view.global_slots, &view.sliding_slots}) {
-    if (slots->size() > kKvSlots) fail("attention view lists {} slots, more than the cache has", slots->size());
-    slots->for_each([](uint32_t s) {
-      if (s >= kKvSlots) fail("attention view slot {} is outside the cache", s);
-    });
-  }
-  if (wanted == LogitsWanted::Candidates) {
-    if (candidates.empty()) fail("no candidate tokens given");
-    for (int32_t c : candidates) {
-      if (c < 0 || c >= n_vocab) fail("candidate token id {} is outside the vocabulary", c);
-    }
-  }
-}
-
 bool CpuBackend::forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
                          std::span<const int32_t> candidates, Logits& out) {
-  validate(batch, view, wanted, candidates);
+  check_forward_inputs(batch, view, wanted, candidates, model_->config().n_vocab);
   const ModelConfig& config = model_->config();
   const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
 

@@ -41,8 +41,6 @@ class CpuBackend final : public Backend {
     std::vector<uint16_t> k_as_written;
   };
 
-  void validate(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
-                std::span<const int32_t> candidates) const;
   void embed(const Batch& batch);
   void attention_block(int il, const Batch& batch, const kv::SlotRuns& view_slots);
   void ffn_block(int il, int64_t n_tokens);

@@ -4,49 +4,12 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
-#include <unordered_set>
 
+#include "backend/backend_checks.h"
 #include "core/error.h"
 
 namespace channel::cpu {
-namespace {
-
-size_t kv_width(const LayerConfig& layer) { return static_cast<size_t>(layer.n_head_kv) * layer.head_dim; }
-
-// Everything write_kv checks before it changes anything.
-void validate_blob(const KvBlob& blob, const ModelConfig& config) {
-  const size_t n = blob.slots.size();
-  if (blob.positions.size() != n || blob.moved_by.size() != n) {
-    fail("KV blob has {} slots but {} positions and {} moves", n, blob.positions.size(), blob.moved_by.size());
-  }
-  if (blob.layers.size() != static_cast<size_t>(config.n_layer)) {
-    fail("KV blob has {} layers, the model {}", blob.layers.size(), config.n_layer);
-  }
-  std::unordered_set<uint32_t> seen;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t slot = blob.slots[i];
-    if (slot >= kv::kTotalSlots) fail("KV blob slot {} is outside the committed slots (0..{})", slot, kv::kTotalSlots - 1);
-    if (!seen.insert(slot).second) fail("KV blob lists slot {} twice", slot);
-    // The key was written at positions - moved_by, which must be a position too.
-    const int64_t written = int64_t{blob.positions[i]} - blob.moved_by[i];
-    if (blob.positions[i] < 0 || written < 0 || written > std::numeric_limits<int32_t>::max()) {
-      fail("KV blob slot {}: position {} moved by {} is not a position a key can have", slot, blob.positions[i],
-           blob.moved_by[i]);
-    }
-  }
-  for (int il = 0; il < config.n_layer; ++il) {
-    const size_t expected = n * kv_width(config.layers[il]);
-    const KvBlob::Layer& layer = blob.layers[il];
-    if (layer.k_as_written.size() != expected || layer.v.size() != expected) {
-      fail("KV blob layer {} holds {} keys and {} values, expected {} each ({} slots x {})", il,
-           layer.k_as_written.size(), layer.v.size(), expected, n, kv_width(config.layers[il]));
-    }
-  }
-}
-
-}  // namespace
 
 void CpuBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
   for (uint32_t slot : slots) {
@@ -80,7 +43,7 @@ void CpuBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
 
 void CpuBackend::write_kv(const KvBlob& blob) {
   const ModelConfig& config = model_->config();
-  validate_blob(blob, config);
+  check_kv_blob(blob, config);
   std::map<int64_t, std::vector<uint32_t>> slots_by_move;
   for (size_t i = 0; i < blob.slots.size(); ++i) {
     const uint32_t slot = blob.slots[i];

@@ -64,6 +64,17 @@ channel_vulkan_shader(quantize_q8_0 quantize_q8.comp)
 channel_vulkan_shader(round_f16 round_half.comp -DTYPE_F16)
 channel_vulkan_shader(round_bf16 round_half.comp -DTYPE_BF16)
 
+# The decoder's other steps (vulkan_backend.cpp): embedding rows per weight type, norms, the
+# attention inputs (QK-norm, RoPE, KV write), attention over the slot list, GEGLU, softcap, key
+# rotation and KV row copies.
+foreach(type f32 f16 bf16 q8_0 q4_0)
+  string(TOUPPER ${type} TYPE)
+  channel_vulkan_shader(embed_${type} embed.comp -DTYPE_${TYPE})
+endforeach()
+foreach(shader rms_norm attention_inputs attention geglu softcap rotate_keys copy_rows)
+  channel_vulkan_shader(${shader} ${shader}.comp)
+endforeach()
+
 set(CHANNEL_EMBEDDED_SHADERS ${CHANNEL_SHADER_OUT}/embedded_shaders.cpp)
 add_custom_command(
   OUTPUT ${CHANNEL_EMBEDDED_SHADERS}

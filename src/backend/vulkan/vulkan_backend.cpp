@@ -1,0 +1,723 @@
+#include "backend/vulkan/vulkan_backend.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backend/backend_checks.h"
+#include "core/error.h"
+#include "model/rope.h"
+
+namespace channel::vulkan {
+namespace {
+
+// Tokens per recorded step: longer batches run as several steps (activations are sized for it).
+constexpr uint32_t kMaxStep = 512;
+// Logit rows per output pass: LogitsWanted::All over a long batch is read back in pieces.
+constexpr uint32_t kMaxLogitRows = 64;
+// Candidate ids a probe may ask for in one pass.
+constexpr uint32_t kMaxCandidates = 4096;
+
+constexpr uint32_t kNormWorkgroup = 256;
+constexpr uint32_t kElementWorkgroup = 256;
+constexpr uint32_t kHeadWorkgroup = 64;
+constexpr uint32_t kAttentionWorkgroup = 128;
+
+// Push constants, laid out as the shaders' std430 blocks (shaders/*.comp).
+struct EmbedPush {
+  uint64_t table, tokens, dst;
+  uint32_t row_bytes, n_embd;
+  float scale;
+  uint32_t n_tokens;
+};
+static_assert(sizeof(EmbedPush) == 40);
+
+struct NormPush {
+  uint64_t x, weight, dst, residual;
+  uint32_t n, x_stride, dst_stride;
+  float eps, out_scale;
+  uint32_t n_rows;
+};
+static_assert(sizeof(NormPush) == 56);
+
+struct InputsPush {
+  uint64_t q, k, v, q_norm, k_norm, rope, slots, k_cache, v_cache;
+  uint32_t head_dim, n_head, n_head_kv, n_rot;
+  float query_scale, eps;
+  uint32_t v_norm, n_tokens;
+};
+static_assert(sizeof(InputsPush) == 104);
+
+struct AttentionPush {
+  uint64_t q, k_cache, v_cache, view, slot_positions, positions, dst;
+  uint32_t n_view, head_dim, n_head, n_head_kv;
+  int32_t sliding_window;
+  uint32_t n_tokens;
+  uint32_t scheme;
+  int32_t first_cell;
+  uint32_t n_chunks, chunk_cells;
+};
+static_assert(sizeof(AttentionPush) == 96);
+
+// The attention scheme and cell geometry of llama.cpp's CPU flash attention, which the CPU
+// backend follows and attention.comp reproduces (backend/cpu/attention.h): batches of 64+ tokens
+// tiled (head sizes a multiple of 16), single tokens over 512+ padded cells split into as many
+// chunks as llama.cpp has threads (the CPU backend takes the machine's hardware threads, and so
+// does this one, so that both agree), else one row.
+struct AttentionScheme {
+  uint32_t scheme = 0;  // 0 one-row, 1 split-KV, 2 tiled
+  int32_t first_cell = 0;
+  uint32_t n_chunks = 1, chunk_cells = 0;
+};
+
+AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_view, int32_t first_cell) {
+  constexpr int64_t kTiledMinQueries = 64, kSplitKvMinCells = 512, kCellPadding = 256;
+  AttentionScheme a;
+  a.first_cell = first_cell;
+  const int64_t used = int64_t{first_cell} + n_view;
+  const int64_t padded = std::max(kCellPadding, (used + kCellPadding - 1) / kCellPadding * kCellPadding);
+  if (n_tokens >= kTiledMinQueries && head_dim % 16 == 0) {
+    a.scheme = 2;
+  } else if (n_tokens == 1 && padded >= kSplitKvMinCells) {
+    a.scheme = 1;
+    a.n_chunks = std::max(1u, std::thread::hardware_concurrency());
+    a.chunk_cells = static_cast<uint32_t>((padded + a.n_chunks - 1) / a.n_chunks);
+  }
+  return a;
+}
+
+struct GegluPush {
+  uint64_t gate, up, dst;
+  uint32_t n, pad;
+};
+static_assert(sizeof(GegluPush) == 32);
+
+struct SoftcapPush {
+  uint64_t x;
+  uint32_t n;
+  float cap, inverse_cap;
+  uint32_t pad;
+};
+static_assert(sizeof(SoftcapPush) == 24);
+
+struct RotatePush {
+  uint64_t slots, first_move, cos_sin, k_cache, k_as_written;
+  uint32_t n_head_kv, head_dim, n_rot, n_slots;
+};
+static_assert(sizeof(RotatePush) == 56);
+
+struct CopyRowsPush {
+  uint64_t src, dst, src_rows, dst_rows;
+  uint32_t n, width;
+};
+static_assert(sizeof(CopyRowsPush) == 40);
+
+uint32_t groups_for(uint64_t n, uint32_t per_group) { return static_cast<uint32_t>((n + per_group - 1) / per_group); }
+
+std::string type_suffix(GgmlType type) {
+  std::string name(ggml_type_traits(type).name);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return name;
+}
+
+}  // namespace
+
+struct VulkanBackend::LayerWeights {
+  DeviceMatrix wq, wk, wo, gate, up, down;
+  std::optional<DeviceMatrix> wv;
+  VkDeviceAddress attn_norm = 0, q_norm = 0, k_norm = 0, post_attn_norm = 0, ffn_norm = 0, post_ffn_norm = 0;
+  float output_scale = 1.0f;
+};
+
+VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options)
+    : model_(std::move(model)), options_(options), slot_position_(kKvSlots, -1), slot_moved_by_(kKvSlots, 0) {
+  if (options_.layers_per_submit < 1) fail("--layers-per-submit must be at least 1");
+  device_ = std::make_unique<Device>(options_.device_index);
+  pipelines_ = std::make_unique<PipelineCache>(*device_);
+  matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_);
+  transfer_ = std::make_unique<Transfer>(*device_);
+  for (auto& seq : sequences_) seq = std::make_unique<CommandSequence>(*device_);
+  upload_weights();
+  allocate_state();
+}
+
+VulkanBackend::~VulkanBackend() {
+  if (device_) device_->wait_idle();
+}
+
+std::string VulkanBackend::description() const {
+  const DeviceInfo& info = device_->info();
+  return fmt::format("vulkan ({}, {}, {:.1f} GiB, subgroup {}{})", info.name, device_type_name(info.type),
+                     info.device_local_bytes / double(1ull << 30), info.subgroup_size,
+                     matmul_->uses_integer_dot() ? ", integer dot" : "");
+}
+
+// ------------------------------------------------------------------------------------ set-up
+
+void VulkanBackend::upload_weights() {
+  const ModelConfig& config = model_->config();
+  const auto upload_matrix = [this](const WeightMatrix& m) {
+    const uint64_t bytes = static_cast<uint64_t>(m.row_bytes) * static_cast<uint64_t>(m.rows);
+    Buffer& buffer = matrix_buffers_.emplace_back(*device_, bytes, MemoryUse::kDevice);
+    transfer_->upload(buffer, 0, m.data, bytes);
+    return DeviceMatrix{m.type, buffer.address(), m.rows, m.cols, m.row_bytes};
+  };
+
+  // Every f32 vector the shaders read (norm weights) in one buffer, each 16-byte aligned.
+  std::vector<const std::vector<float>*> vectors = {&model_->output_norm()};
+  for (const auto& w : model_->layers()) {
+    for (const auto* v : {&w.attn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.ffn_norm, &w.post_ffn_norm}) {
+      if (!v->empty()) vectors.push_back(v);
+    }
+  }
+  uint64_t total = 0;
+  std::vector<uint64_t> offsets;
+  for (const auto* v : vectors) {
+    offsets.push_back(total);
+    total += (v->size() * sizeof(float) + 15) / 16 * 16;
+  }
+  vectors_ = Buffer(*device_, total, MemoryUse::kDevice);
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    transfer_->upload(vectors_, offsets[i], vectors[i]->data(), vectors[i]->size() * sizeof(float));
+    vector_addresses_.emplace_back(vectors[i]->data(), vectors_.address() + offsets[i]);
+  }
+
+  matrix_buffers_.reserve(2 + 7 * model_->layers().size());
+  token_embd_ = upload_matrix(model_->token_embedding());
+  output_ = model_->output_tied() ? token_embd_ : upload_matrix(model_->output());
+  for (int il = 0; il < config.n_layer; ++il) {
+    const auto& w = model_->layers()[il];
+    LayerWeights& d = layers_.emplace_back();
+    d.wq = upload_matrix(w.wq);
+    d.wk = upload_matrix(w.wk);
+    if (w.wv) d.wv = upload_matrix(*w.wv);
+    d.wo = upload_matrix(w.wo);
+    d.gate = upload_matrix(w.ffn_gate);
+    d.up = upload_matrix(w.ffn_up);
+    d.down = upload_matrix(w.ffn_down);
+    d.attn_norm = vector_address(w.attn_norm);
+    d.q_norm = vector_address(w.q_norm);
+    d.k_norm = vector_address(w.k_norm);
+    d.post_attn_norm = vector_address(w.post_attn_norm);
+    d.ffn_norm = vector_address(w.ffn_norm);
+    d.post_ffn_norm = vector_address(w.post_ffn_norm);
+    d.output_scale = w.output_scale;
+  }
+}
+
+uint64_t VulkanBackend::rope_set_offset(int set) const {
+  int max_rot = 2;
+  for (const RopeSet& r : rope_sets_) max_rot = std::max(max_rot, r.n_rot);
+  return uint64_t(set) * kMaxStep * (max_rot / 2) * 8;  // [kMaxStep][pairs][cos, sin] f32 per set
+}
+
+VkDeviceAddress VulkanBackend::vector_address(const std::vector<float>& values) const {
+  for (const auto& [data, address] : vector_addresses_) {
+    if (data == values.data()) return address;
+  }
+  fail("internal: a weight vector was not uploaded");
+}
+
+void VulkanBackend::allocate_state() {
+  const ModelConfig& config = model_->config();
+  size_t max_kv_width = 0, max_q_width = 0, max_ff = 0;
+  for (int il = 0; il < config.n_layer; ++il) {
+    const LayerConfig& lc = config.layers[il];
+    const size_t width = kv_width(lc);
+    max_kv_width = std::max(max_kv_width, width);
+    max_q_width = std::max(max_q_width, static_cast<size_t>(lc.n_head) * lc.head_dim);
+    max_ff = std::max(max_ff, static_cast<size_t>(lc.n_ff));
+    LayerCache& cache = cache_.emplace_back();
+    cache.k = Buffer(*device_, kKvSlots * width * 2, MemoryUse::kDevice);
+    cache.v = Buffer(*device_, kKvSlots * width * 2, MemoryUse::kDevice);
+    cache.k_as_written = Buffer(*device_, kv::kTotalSlots * width * 2, MemoryUse::kDevice);
+
+    // Layers with the same RoPE parameters share the angles rotate_keys uploads.
+    const auto& factors = model_->layers()[il].rope_freq_factors;
+    const auto same = [&](const RopeSet& s) {
+      return s.n_rot == lc.n_rot && s.base == lc.rope_base && s.freq_scale == lc.rope_freq_scale &&
+             *s.freq_factors == factors;
+    };
+    auto it = std::find_if(rope_sets_.begin(), rope_sets_.end(), same);
+    if (it == rope_sets_.end()) {
+      rope_sets_.push_back({lc.n_rot, lc.rope_base, lc.rope_freq_scale, &factors});
+      it = rope_sets_.end() - 1;
+    }
+    rope_set_of_layer_.push_back(static_cast<int>(it - rope_sets_.begin()));
+  }
+
+  const uint64_t n = kMaxStep;
+  const auto device_f32 = [&](uint64_t count) { return Buffer(*device_, count * 4, MemoryUse::kDevice); };
+  const auto upload = [&](uint64_t bytes) { return Buffer(*device_, bytes, MemoryUse::kUpload); };
+  tokens_ = upload(n * 4);
+  positions_ = upload(n * 4);
+  slots_ = upload(n * 4);
+  slot_positions_ = upload(kKvSlots * 4);
+  global_view_ = upload(kKvSlots * 4);
+  sliding_view_ = upload(kKvSlots * 4);
+  candidates_ = upload(kMaxCandidates * 4);
+  rope_ = upload(rope_set_offset(static_cast<int>(rope_sets_.size())));
+  std::memcpy(slot_positions_.mapped(), slot_position_.data(), kKvSlots * 4);
+
+  x_ = device_f32(n * config.n_embd);
+  normed_ = device_f32(n * config.n_embd);
+  q_ = device_f32(n * max_q_width);
+  attn_ = device_f32(n * max_q_width);
+  k_ = device_f32(n * max_kv_width);
+  v_ = device_f32(n * max_kv_width);
+  proj_ = device_f32(n * config.n_embd);
+  gate_ = device_f32(n * max_ff);
+  up_ = device_f32(n * max_ff);
+  uint64_t scratch = 16;
+  for (const auto& w : layers_) {
+    for (const DeviceMatrix* m : {&w.wq, &w.wo, &w.gate, &w.down}) {
+      scratch = std::max(scratch, MatmulKernels::scratch_bytes(m->type, n, m->cols));
+    }
+  }
+  scratch = std::max(scratch, MatmulKernels::scratch_bytes(output_.type, kMaxLogitRows, output_.cols));
+  scratch_ = Buffer(*device_, scratch, MemoryUse::kDevice);
+  logits_ = Buffer(*device_, uint64_t{kMaxLogitRows} * config.n_vocab * 4, MemoryUse::kReadback);
+
+  rotate_slots_ = upload(kv::kTotalSlots * 4);
+  rotate_first_move_ = upload(kv::kTotalSlots * 4);
+  int max_rot = 0;
+  for (const auto& s : rope_sets_) max_rot = std::max(max_rot, s.n_rot);
+  rotate_cos_sin_ = upload(uint64_t{kv::kTotalSlots} * rope_sets_.size() * std::max(1, max_rot / 2) * 8);
+  kv_rows_ = Buffer(*device_, uint64_t{kv::kTotalSlots} * max_kv_width * 2, MemoryUse::kReadback);
+  kv_row_ids_ = upload(kv::kTotalSlots * 4 * 3);  // slots, moved sources, moved destinations
+}
+
+const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t extra) {
+  const uint32_t max_head_dim = static_cast<uint32_t>(model_->config().max_head_dim());
+  if (shader == "rms_norm") {
+    const uint32_t spec[] = {kNormWorkgroup, kNormWorkgroup};
+    return pipelines_->get(shader, spec);
+  }
+  if (shader == "attention_inputs") {
+    const uint32_t spec[] = {kHeadWorkgroup, kHeadWorkgroup, max_head_dim};
+    return pipelines_->get(shader, spec);
+  }
+  if (shader == "attention") {
+    const uint32_t spec[] = {kAttentionWorkgroup, kAttentionWorkgroup, max_head_dim, kKvSlots};
+    return pipelines_->get(shader, spec);
+  }
+  const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};
+  return pipelines_->get(shader, spec);
+}
+
+// ------------------------------------------------------------------------------------ forward
+
+bool VulkanBackend::forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+                            std::span<const int32_t> candidates, Logits& out) {
+  const ModelConfig& config = model_->config();
+  check_forward_inputs(batch, view, wanted, candidates, config.n_vocab);
+  if (wanted == LogitsWanted::Candidates && candidates.size() > kMaxCandidates) {
+    fail("{} candidate tokens exceed the {} a probe may ask for", candidates.size(), kMaxCandidates);
+  }
+  const uint32_t n_tokens = static_cast<uint32_t>(batch.tokens.size());
+  for (uint32_t t = 0; t < n_tokens; ++t) {
+    slot_position_[batch.slots[t]] = batch.positions[t];
+    slot_moved_by_[batch.slots[t]] = 0;
+  }
+  out.n_rows = 0;
+  out.n_cols = wanted == LogitsWanted::Candidates ? static_cast<int64_t>(candidates.size()) : config.n_vocab;
+  out.values.clear();
+  if (wanted == LogitsWanted::None) out.n_cols = 0;
+  for (uint32_t first = 0; first < n_tokens; first += kMaxStep) {
+    const Step step{first, std::min(kMaxStep, n_tokens - first)};
+    const bool last_step = first + step.n_tokens == n_tokens;
+    const LogitsWanted step_wanted = wanted == LogitsWanted::All || last_step ? wanted : LogitsWanted::None;
+    if (!forward_step(batch, view, step, step_wanted, candidates, out)) return false;
+  }
+  return true;
+}
+
+void VulkanBackend::write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step) {
+  // The host-visible inputs may be written only while nothing recorded earlier still reads them.
+  for (auto& seq : sequences_) seq->wait();
+  std::memcpy(tokens_.mapped(), batch.tokens.data() + step.first, step.n_tokens * 4);
+  std::memcpy(positions_.mapped(), batch.positions.data() + step.first, step.n_tokens * 4);
+  std::memcpy(slots_.mapped(), batch.slots.data() + step.first, step.n_tokens * 4);
+  std::memcpy(slot_positions_.mapped(), slot_position_.data(), kKvSlots * 4);
+  // RoPE cos/sin of every token for each parameter set, from the same code as the CPU's.
+  RopeTable table;
+  for (size_t set = 0; set < rope_sets_.size(); ++set) {
+    const RopeSet& r = rope_sets_[set];
+    auto* out = reinterpret_cast<float*>(rope_.mapped() + rope_set_offset(static_cast<int>(set)));
+    for (uint32_t t = 0; t < step.n_tokens; ++t) {
+      table.compute(batch.positions[step.first + t], r.n_rot, r.base, r.freq_scale, *r.freq_factors);
+      for (int i = 0; i < table.pairs(); ++i) {
+        *out++ = table.cos(i);
+        *out++ = table.sin(i);
+      }
+    }
+  }
+  const auto write_view = [this](const kv::SlotRuns& runs, Buffer& buffer, uint32_t& count, int32_t& first_cell) {
+    auto* out = reinterpret_cast<uint32_t*>(buffer.mapped());
+    count = 0;
+    runs.for_each([&](uint32_t slot) { out[count++] = slot; });
+    // On a fresh stream a key's llama.cpp KV cell is its position (as the CPU backend assumes).
+    first_cell = count == 0 ? 0 : std::max(0, slot_position_[out[0]]);
+  };
+  write_view(view.global_slots, global_view_, n_global_view_, first_global_cell_);
+  write_view(view.sliding_slots, sliding_view_, n_sliding_view_, first_sliding_cell_);
+}
+
+bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, const Step& step,
+                                 LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out) {
+  const ModelConfig& config = model_->config();
+  write_step_inputs(batch, view, step);
+  const uint32_t n = step.n_tokens;
+
+  // Embedding and the layers, in chunks of layers_per_submit; the cancellation check runs
+  // between chunks (a check per layer would cost a device round trip per layer).
+  std::vector<std::function<void(CommandSequence&)>> chunks;
+  for (int first = 0; first < config.n_layer; first += options_.layers_per_submit) {
+    const int last = std::min(config.n_layer, first + options_.layers_per_submit);
+    chunks.push_back([this, first, last, n](CommandSequence& seq) {
+      if (first == 0) record_embed(seq, n);
+      for (int il = first; il < last; ++il) record_layer(seq, il, n);
+    });
+  }
+  bool was_cancelled = false;
+  run_sequence_of_chunks(chunks, batch.cancelled, was_cancelled);
+  if (was_cancelled) return false;
+  if (wanted == LogitsWanted::None) return true;
+
+  // Logits: the last row, or all rows in passes of kMaxLogitRows.
+  const uint32_t first_row = wanted == LogitsWanted::All ? 0 : n - 1;
+  const uint32_t n_cand = static_cast<uint32_t>(candidates.size());
+  if (wanted == LogitsWanted::Candidates) std::memcpy(candidates_.mapped(), candidates.data(), n_cand * 4);
+  const int64_t cols = out.n_cols;
+  for (uint32_t row = first_row; row < n; row += kMaxLogitRows) {
+    const uint32_t rows = std::min(kMaxLogitRows, n - row);
+    CommandSequence& seq = *sequences_[0];
+    seq.begin();
+    record_logits(seq, row, rows, wanted, n_cand);
+    seq.end();
+    seq.run();
+    const auto* values = reinterpret_cast<const float*>(logits_.mapped());
+    out.values.insert(out.values.end(), values, values + static_cast<size_t>(rows) * cols);
+    out.n_rows += rows;
+  }
+  return true;
+}
+
+void VulkanBackend::run_sequence_of_chunks(const std::vector<std::function<void(CommandSequence&)>>& chunks,
+                                           const std::function<bool()>& cancelled, bool& was_cancelled) {
+  was_cancelled = false;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (cancelled && cancelled()) {
+      was_cancelled = true;
+      break;
+    }
+    // begin() waits for this sequence's previous submission; the other one keeps the device busy.
+    CommandSequence& seq = *sequences_[i % 2];
+    seq.begin();
+    chunks[i](seq);
+    seq.end();
+    seq.submit();
+  }
+  for (auto& seq : sequences_) seq->wait();
+}
+
+void VulkanBackend::record_embed(CommandSequence& seq, uint32_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const EmbedPush push{token_embd_.data,
+                       tokens_.address(),
+                       x_.address(),
+                       static_cast<uint32_t>(token_embd_.row_bytes),
+                       static_cast<uint32_t>(config.n_embd),
+                       std::sqrt(static_cast<float>(config.n_embd)),
+                       n_tokens};
+  seq.dispatch_groups(pipeline("embed_" + type_suffix(token_embd_.type)), push, n_tokens);
+  seq.barrier();
+}
+
+void VulkanBackend::record_norm(CommandSequence& seq, VkDeviceAddress x, VkDeviceAddress weight, VkDeviceAddress dst,
+                                VkDeviceAddress residual, uint32_t n, uint32_t rows, float out_scale) {
+  const NormPush push{x, weight, dst, residual, n, n, n, model_->config().norm_eps, out_scale, rows};
+  seq.dispatch_groups(pipeline("rms_norm"), push, rows);
+  seq.barrier();
+}
+
+void VulkanBackend::record_layer(CommandSequence& seq, int il, uint32_t n_tokens) {
+  record_attention(seq, il, n_tokens);
+  record_ffn(seq, il, n_tokens);
+}
+
+void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const LayerConfig& lc = config.layers[il];
+  const LayerWeights& w = layers_[il];
+  const uint32_t n_embd = static_cast<uint32_t>(config.n_embd);
+  const uint32_t q_width = static_cast<uint32_t>(lc.n_head * lc.head_dim);
+  const uint32_t width = static_cast<uint32_t>(kv_width(lc));
+
+  record_norm(seq, x_.address(), w.attn_norm, normed_.address(), 0, n_embd, n_tokens, 1.0f);
+  const PreparedActivations a =
+      matmul_->record_prepare(seq, w.wq.type, normed_.address(), n_tokens, n_embd, n_embd, scratch_.address());
+  seq.barrier();
+  matmul_->record_matmul(seq, w.wq, a, q_.address(), q_width);
+  matmul_->record_matmul(seq, w.wk, a, k_.address(), width);
+  // Gemma 4 layers without attn_v: V = K (the projection before K's norm and RoPE).
+  if (w.wv) matmul_->record_matmul(seq, *w.wv, a, v_.address(), width);
+  seq.barrier();
+
+  LayerCache& cache = cache_[il];
+  const InputsPush inputs{q_.address(),
+                          k_.address(),
+                          w.wv ? v_.address() : k_.address(),
+                          w.q_norm,
+                          w.k_norm,
+                          rope_.address() + rope_set_offset(rope_set_of_layer_[il]),
+                          slots_.address(),
+                          cache.k.address(),
+                          cache.v.address(),
+                          static_cast<uint32_t>(lc.head_dim),
+                          static_cast<uint32_t>(lc.n_head),
+                          static_cast<uint32_t>(lc.n_head_kv),
+                          static_cast<uint32_t>(lc.n_rot),
+                          config.query_scale,
+                          config.norm_eps,
+                          config.v_norm ? 1u : 0u,
+                          n_tokens};
+  seq.dispatch_groups(pipeline("attention_inputs", kHeadWorkgroup), inputs,
+                      uint64_t{n_tokens} * (lc.n_head + 2 * lc.n_head_kv));
+  seq.barrier();
+
+  const uint32_t n_view = lc.sliding ? n_sliding_view_ : n_global_view_;
+  const int32_t first_cell = lc.sliding ? first_sliding_cell_ : first_global_cell_;
+  const AttentionScheme scheme = attention_scheme(n_tokens, lc.head_dim, n_view, first_cell);
+  const AttentionPush attention{q_.address(),
+                                cache.k.address(),
+                                cache.v.address(),
+                                lc.sliding ? sliding_view_.address() : global_view_.address(),
+                                slot_positions_.address(),
+                                positions_.address(),
+                                attn_.address(),
+                                n_view,
+                                static_cast<uint32_t>(lc.head_dim),
+                                static_cast<uint32_t>(lc.n_head),
+                                static_cast<uint32_t>(lc.n_head_kv),
+                                lc.sliding ? config.sliding_window : 0,
+                                n_tokens,
+                                scheme.scheme,
+                                scheme.first_cell,
+                                scheme.n_chunks,
+                                scheme.chunk_cells};
+  seq.dispatch_groups(pipeline("attention"), attention, uint64_t{n_tokens} * lc.n_head);
+  seq.barrier();
+
+  const PreparedActivations o =
+      matmul_->record_prepare(seq, w.wo.type, attn_.address(), n_tokens, q_width, q_width, scratch_.address());
+  seq.barrier();
+  matmul_->record_matmul(seq, w.wo, o, proj_.address(), n_embd);
+  seq.barrier();
+  record_norm(seq, proj_.address(), w.post_attn_norm, 0, x_.address(), n_embd, n_tokens, 1.0f);
+}
+
+void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const LayerWeights& w = layers_[il];
+  const uint32_t n_embd = static_cast<uint32_t>(config.n_embd);
+  const uint32_t n_ff = static_cast<uint32_t>(config.layers[il].n_ff);
+
+  record_norm(seq, x_.address(), w.ffn_norm, normed_.address(), 0, n_embd, n_tokens, 1.0f);
+  const PreparedActivations a =
+      matmul_->record_prepare(seq, w.gate.type, normed_.address(), n_tokens, n_embd, n_embd, scratch_.address());
+  seq.barrier();
+  matmul_->record_matmul(seq, w.gate, a, gate_.address(), n_ff);
+  matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
+  seq.barrier();
+  const GegluPush geglu{gate_.address(), up_.address(), gate_.address(), n_tokens * n_ff, 0};
+  seq.dispatch_groups(pipeline("geglu"), geglu, groups_for(uint64_t{n_tokens} * n_ff, kElementWorkgroup));
+  seq.barrier();
+  const PreparedActivations d =
+      matmul_->record_prepare(seq, w.down.type, gate_.address(), n_tokens, n_ff, n_ff, scratch_.address());
+  seq.barrier();
+  matmul_->record_matmul(seq, w.down, d, proj_.address(), n_embd);
+  seq.barrier();
+  record_norm(seq, proj_.address(), w.post_ffn_norm, 0, x_.address(), n_embd, n_tokens, w.output_scale);
+}
+
+void VulkanBackend::record_logits(CommandSequence& seq, uint32_t first_row, uint32_t n_rows, LogitsWanted wanted,
+                                  uint32_t n_candidates) {
+  const ModelConfig& config = model_->config();
+  const uint32_t n_embd = static_cast<uint32_t>(config.n_embd);
+  const VkDeviceAddress rows = x_.address() + uint64_t{first_row} * n_embd * 4;
+  record_norm(seq, rows, vector_address(model_->output_norm()), normed_.address(), 0, n_embd, n_rows, 1.0f);
+  const PreparedActivations a =
+      matmul_->record_prepare(seq, output_.type, normed_.address(), n_rows, n_embd, n_embd, scratch_.address());
+  seq.barrier();
+  uint32_t cols = static_cast<uint32_t>(config.n_vocab);
+  if (wanted == LogitsWanted::Candidates) {
+    cols = n_candidates;
+    matmul_->record_matmul_rows(seq, output_, a, candidates_.address(), n_candidates, logits_.address(), cols);
+  } else {
+    matmul_->record_matmul(seq, output_, a, logits_.address(), cols);
+  }
+  if (config.final_softcap > 0.0f) {
+    seq.barrier();
+    const SoftcapPush softcap{logits_.address(), n_rows * cols, config.final_softcap, 1.0f / config.final_softcap, 0};
+    seq.dispatch_groups(pipeline("softcap"), softcap, groups_for(uint64_t{n_rows} * cols, kElementWorkgroup));
+  }
+}
+
+// ------------------------------------------------------------------------------------ KV moves
+
+void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) {
+  for (uint32_t slot : slots) {
+    if (slot >= kv::kTotalSlots) fail("cannot rotate scratch slot {}", slot);
+    if (slot_position_[slot] < 0) fail("cannot rotate empty slot {}", slot);
+  }
+  if (slots.empty()) return;
+  const ModelConfig& config = model_->config();
+  const uint32_t n = static_cast<uint32_t>(slots.size());
+  for (auto& seq : sequences_) seq->wait();
+  auto* slot_ids = reinterpret_cast<uint32_t*>(rotate_slots_.mapped());
+  auto* first_move = reinterpret_cast<uint32_t*>(rotate_first_move_.mapped());
+  for (uint32_t i = 0; i < n; ++i) {
+    slot_ids[i] = slots[i];
+    first_move[i] = slot_moved_by_[slots[i]] == 0 ? 1u : 0u;
+  }
+  // cos/sin of each slot's whole move, per RoPE set, from the same code as the CPU's rotation
+  // (model/rope.h), so the device applies the CPU's turn.
+  auto* cos_sin = reinterpret_cast<float*>(rotate_cos_sin_.mapped());
+  std::vector<uint64_t> set_offset;
+  std::vector<float> c, s;
+  uint64_t offset = 0;
+  for (const RopeSet& set : rope_sets_) {
+    set_offset.push_back(offset);
+    const int half = set.n_rot / 2;
+    c.resize(static_cast<size_t>(half));
+    s.resize(static_cast<size_t>(half));
+    for (uint32_t i = 0; i < n; ++i) {
+      rope_rotation_by(slot_moved_by_[slots[i]] + delta, set.n_rot, set.base, set.freq_scale, *set.freq_factors,
+                       c.data(), s.data());
+      for (int pair = 0; pair < half; ++pair) {
+        cos_sin[offset++] = c[pair];
+        cos_sin[offset++] = s[pair];
+      }
+    }
+  }
+  CommandSequence& seq = *sequences_[0];
+  seq.begin();
+  for (int il = 0; il < config.n_layer; ++il) {
+    const LayerConfig& lc = config.layers[il];
+    const RotatePush push{rotate_slots_.address(),
+                          rotate_first_move_.address(),
+                          rotate_cos_sin_.address() + set_offset[rope_set_of_layer_[il]] * 4,
+                          cache_[il].k.address(),
+                          cache_[il].k_as_written.address(),
+                          static_cast<uint32_t>(lc.n_head_kv),
+                          static_cast<uint32_t>(lc.head_dim),
+                          static_cast<uint32_t>(lc.n_rot),
+                          n};
+    seq.dispatch_groups(pipeline("rotate_keys", kHeadWorkgroup), push, uint64_t{n} * lc.n_head_kv);
+  }
+  seq.end();
+  seq.run();
+  for (uint32_t i = 0; i < n; ++i) {
+    slot_moved_by_[slots[i]] += delta;
+    slot_position_[slots[i]] = static_cast<int32_t>(slot_position_[slots[i]] + delta);
+  }
+}
+
+void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
+  for (uint32_t slot : slots) {
+    if (slot >= kv::kTotalSlots) fail("cannot read scratch slot {}", slot);
+    if (slot_position_[slot] < 0) fail("cannot read empty slot {}", slot);
+  }
+  const ModelConfig& config = model_->config();
+  const uint32_t n = static_cast<uint32_t>(slots.size());
+  out.slots.assign(slots.begin(), slots.end());
+  out.positions.clear();
+  out.moved_by.clear();
+  for (uint32_t slot : slots) {
+    out.positions.push_back(slot_position_[slot]);
+    out.moved_by.push_back(slot_moved_by_[slot]);
+  }
+  out.layers.assign(static_cast<size_t>(config.n_layer), {});
+  if (n == 0) return;
+  auto& self = const_cast<VulkanBackend&>(*this);  // recording state only; the KV is not changed
+  for (auto& seq : self.sequences_) seq->wait();
+  // Row ids: all slots (values, unmoved keys), then the moved ones and where they go.
+  auto* ids = reinterpret_cast<uint32_t*>(kv_row_ids_.mapped());
+  std::copy(slots.begin(), slots.end(), ids);
+  uint32_t* moved_src = ids + n;
+  std::vector<uint32_t> moved_dst;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (slot_moved_by_[slots[i]] != 0) {
+      moved_src[moved_dst.size()] = slots[i];
+      moved_dst.push_back(i);
+    }
+  }
+  uint32_t* moved_dst_ids = ids + n + moved_dst.size();
+  std::copy(moved_dst.begin(), moved_dst.end(), moved_dst_ids);
+  const uint64_t ids_address = kv_row_ids_.address();
+  const auto* rows = reinterpret_cast<const uint16_t*>(kv_rows_.mapped());
+  CommandSequence& seq = *self.sequences_[0];
+  for (int il = 0; il < config.n_layer; ++il) {
+    const uint32_t width = static_cast<uint32_t>(kv_width(config.layers[il]));
+    const LayerCache& cache = cache_[il];
+    KvBlob::Layer& layer = out.layers[il];
+    for (int part = 0; part < 2; ++part) {
+      seq.begin();
+      const CopyRowsPush gather{(part == 0 ? cache.k : cache.v).address(), kv_rows_.address(), ids_address, 0, n, width};
+      seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), gather, n);
+      if (part == 0 && !moved_dst.empty()) {
+        // A moved key is exported as first written.
+        seq.barrier();
+        const CopyRowsPush written{cache.k_as_written.address(), kv_rows_.address(), ids_address + n * 4ull,
+                                   ids_address + (n + moved_dst.size()) * 4ull,
+                                   static_cast<uint32_t>(moved_dst.size()), width};
+        seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), written, moved_dst.size());
+      }
+      seq.end();
+      seq.run();
+      auto& values = part == 0 ? layer.k_as_written : layer.v;
+      values.assign(rows, rows + static_cast<size_t>(n) * width);
+    }
+  }
+}
+
+void VulkanBackend::write_kv(const KvBlob& blob) {
+  const ModelConfig& config = model_->config();
+  check_kv_blob(blob, config);
+  const uint32_t n = static_cast<uint32_t>(blob.slots.size());
+  if (n == 0) return;
+  for (auto& seq : sequences_) seq->wait();
+  std::copy(blob.slots.begin(), blob.slots.end(), reinterpret_cast<uint32_t*>(kv_row_ids_.mapped()));
+  CommandSequence& seq = *sequences_[0];
+  for (int il = 0; il < config.n_layer; ++il) {
+    const size_t width = kv_width(config.layers[il]);
+    for (int part = 0; part < 2; ++part) {
+      const auto& values = part == 0 ? blob.layers[il].k_as_written : blob.layers[il].v;
+      std::memcpy(kv_rows_.mapped(), values.data(), values.size() * 2);
+      seq.begin();
+      const CopyRowsPush scatter{kv_rows_.address(), (part == 0 ? cache_[il].k : cache_[il].v).address(), 0,
+                                 kv_row_ids_.address(), n, static_cast<uint32_t>(width)};
+      seq.dispatch_groups(pipeline("copy_rows", kHeadWorkgroup), scatter, n);
+      seq.end();
+      seq.run();
+    }
+  }
+  std::map<int64_t, std::vector<uint32_t>> slots_by_move;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t slot = blob.slots[i];
+    slot_position_[slot] = static_cast<int32_t>(blob.positions[i] - blob.moved_by[i]);
+    slot_moved_by_[slot] = 0;
+    if (blob.moved_by[i] != 0) slots_by_move[blob.moved_by[i]].push_back(slot);
+  }
+  // Each key is now as written at its written position; moving it as the original was moved
+  // recomputes the same key and position.
+  for (const auto& [delta, moved] : slots_by_move) rotate_keys(moved, delta);
+}
+
+}  // namespace channel::vulkan

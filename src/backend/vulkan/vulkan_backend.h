@@ -1,0 +1,115 @@
+// The Vulkan backend: the Gemma 3 / dense Gemma 4 decoder of the CPU backend, every step a
+// compute shader on the GPU (or on lavapipe, Mesa's CPU driver, in tests). Weights live on the
+// device in their GGUF encoding; the KV cache is f16 at the fixed geometry (kKvSlots slots per
+// layer, allocated once); attention reads the slots of the attention view through a slot list,
+// so sliding and evicting never move KV memory. A forward pass is recorded in sequences of
+// `layers_per_submit` layers, each submitted with its own fence (seed 001: short submissions
+// against driver watchdogs); cancellation is checked between them.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/vulkan/buffer.h"
+#include "backend/vulkan/command_sequence.h"
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/matmul_kernels.h"
+#include "backend/vulkan/pipeline.h"
+#include "backend/vulkan/transfer.h"
+#include "model/model.h"
+
+namespace channel::vulkan {
+
+struct VulkanBackendOptions {
+  std::optional<uint32_t> device_index;  // default: the best device (discrete, integrated, ..., CPU)
+  int layers_per_submit = 4;
+};
+
+class VulkanBackend final : public Backend {
+ public:
+  // Opens the device and uploads the weights. Throws channel::Error when there is no usable
+  // device or the model does not fit.
+  VulkanBackend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options);
+  ~VulkanBackend() override;
+
+  bool forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted,
+               std::span<const int32_t> candidates, Logits& out) override;
+  void rotate_keys(std::span<const uint32_t> slots, int64_t delta) override;
+  void read_kv(std::span<const uint32_t> slots, KvBlob& out) const override;
+  void write_kv(const KvBlob& blob) override;
+  std::string description() const override;
+  bool is_gpu() const override { return true; }
+
+ private:
+  struct LayerWeights;
+  struct LayerCache {
+    Buffer k, v;          // f16 [kKvSlots][n_head_kv * head_dim]
+    Buffer k_as_written;  // keys as first written, for slots rotate_keys has moved ([kv::kTotalSlots] rows)
+  };
+  // One RoPE parameter set (layers of one type share it): rotate_keys' angles depend only on it.
+  struct RopeSet {
+    int n_rot = 0;
+    float base = 0, freq_scale = 1;
+    const std::vector<float>* freq_factors = nullptr;
+  };
+  // The tokens of one sub-batch as the shaders see them.
+  struct Step {
+    uint32_t first = 0;     // index of its first token in the batch
+    uint32_t n_tokens = 0;
+  };
+
+  void upload_weights();
+  void allocate_state();
+  bool forward_step(const Batch& batch, const AttentionView& view, const Step& step, LogitsWanted wanted,
+                    std::span<const int32_t> candidates, Logits& out);
+  void write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step);
+  void record_embed(CommandSequence& seq, uint32_t n_tokens);
+  void record_layer(CommandSequence& seq, int il, uint32_t n_tokens);
+  void record_attention(CommandSequence& seq, int il, uint32_t n_tokens);
+  void record_ffn(CommandSequence& seq, int il, uint32_t n_tokens);
+  void record_norm(CommandSequence& seq, VkDeviceAddress x, VkDeviceAddress weight, VkDeviceAddress dst,
+                   VkDeviceAddress residual, uint32_t n, uint32_t rows, float out_scale);
+  void record_logits(CommandSequence& seq, uint32_t first_row, uint32_t n_rows, LogitsWanted wanted,
+                     uint32_t n_candidates);
+  const ComputePipeline& pipeline(std::string_view shader, uint32_t extra = 0);
+  void run_sequence_of_chunks(const std::vector<std::function<void(CommandSequence&)>>& chunks,
+                              const std::function<bool()>& cancelled, bool& was_cancelled);
+  VkDeviceAddress vector_address(const std::vector<float>& values) const;
+  uint64_t rope_set_offset(int set) const;  // byte offset of a RoPE set's cos/sin in rope_
+
+  std::shared_ptr<const Model> model_;
+  VulkanBackendOptions options_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<PipelineCache> pipelines_;
+  std::unique_ptr<MatmulKernels> matmul_;
+  mutable std::unique_ptr<Transfer> transfer_;
+  std::array<std::unique_ptr<CommandSequence>, 2> sequences_;  // alternating: one records while the other runs
+
+  // Weights: one buffer per matrix, all f32 vectors (norms, frequency factors) in one buffer.
+  std::vector<Buffer> matrix_buffers_;
+  DeviceMatrix token_embd_, output_;
+  std::vector<LayerWeights> layers_;
+  Buffer vectors_;
+  std::vector<std::pair<const float*, VkDeviceAddress>> vector_addresses_;
+
+  std::vector<LayerCache> cache_;
+  std::vector<int32_t> slot_position_;  // host copy: RoPE position of each slot's key, -1 when empty
+  std::vector<int64_t> slot_moved_by_;
+  std::vector<RopeSet> rope_sets_;
+  std::vector<int> rope_set_of_layer_;
+
+  // Per-step inputs written by the host (kUpload) and activations (kDevice), sized for kMaxStep
+  // tokens.
+  Buffer tokens_, positions_, slots_, slot_positions_, global_view_, sliding_view_, candidates_, rope_;
+  Buffer x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, scratch_, logits_;
+  uint32_t n_global_view_ = 0, n_sliding_view_ = 0;
+  int32_t first_global_cell_ = 0, first_sliding_cell_ = 0;
+  // rotate_keys and KV export/import.
+  Buffer rotate_slots_, rotate_first_move_, rotate_cos_sin_, kv_rows_, kv_row_ids_;
+};
+
+}  // namespace channel::vulkan
