@@ -224,39 +224,43 @@ def fmt_rate(x):
 
 
 def round_summary(paths):
+    """One progress line: for llama-bench outputs (merged), else for each result file."""
+    if paths and all(p.endswith(".jsonl") for p in paths):
+        r = {}
+        for path in paths:
+            r.update({k: v for k, v in read_llama(path).items() if v is not None})
+        parts = []
+        if "pp" in r:
+            parts.append(f"pp{r['prompt_tokens']} {fmt_rate(r['pp'])}")
+        if "tg" in r:
+            parts.append(f"tg{r['gen_tokens']} {fmt_rate(r['tg'])}")
+        if "tg_depth" in r:
+            parts.append(f"tg{r['gen_tokens']}@d{r['depth']} {fmt_rate(r['tg_depth'])}")
+        print(", ".join(parts) + " tok/s")
+        return
     for path in paths:
-        base = os.path.basename(path)
-        if base.endswith(".jsonl"):
-            r = read_llama(path)
-            parts = []
-            if "pp" in r:
-                parts.append(f"pp{r['prompt_tokens']} {fmt_rate(r['pp'])}")
-            if "tg" in r:
-                parts.append(f"tg{r['gen_tokens']} {fmt_rate(r['tg'])}")
-            if "tg_depth" in r:
-                parts.append(f"tg{r['gen_tokens']}@d{r['depth']} {fmt_rate(r['tg_depth'])}")
-            print(", ".join(parts) + " tok/s")
-        elif base.startswith("bandwidth"):
-            r = read_last_json(path)
+        r = read_last_json(path)
+        if os.path.basename(path).startswith("bandwidth"):
             print(f"{r['read_gb_s']:.2f} GB/s ({r['threads']} threads, {r['streams']} streams each)")
-        else:
-            r = read_last_json(path)
-            parts = [f"pp{r['prompt_tokens']} {fmt_rate(r['prefill_tok_s'])}", f"tg{r['gen_tokens']} {fmt_rate(r['decode_tok_s'])}"]
-            if r.get("decode_full_ring_tok_s") is not None:
-                parts.append(f"tg{r['gen_tokens']} ring full (d{r.get('full_ring_depth')}) {fmt_rate(r['decode_full_ring_tok_s'])}")
-            print(", ".join(parts) + " tok/s")
+            continue
+        parts = [f"pp{r['prompt_tokens']} {fmt_rate(r['prefill_tok_s'])}",
+                 f"tg{r['gen_tokens']} {fmt_rate(r['decode_tok_s'])}"]
+        if r.get("decode_full_ring_tok_s") is not None:
+            parts.append(f"tg{r['gen_tokens']} ring full (d{r.get('full_ring_depth')}) "
+                         f"{fmt_rate(r['decode_full_ring_tok_s'])}")
+        print(", ".join(parts) + " tok/s")
 
 
 # ---- the report ----
 
 def read_noise(path):
-    """noise.txt lines 'NAME SECONDS OTHER_CPUS' -> [(name, seconds, cpus)]."""
+    """noise.txt lines 'NAME SECONDS OTHER_CPUS kept|redone' -> [(name, seconds, cpus, kept)]."""
     try:
         with open(path) as f:
             rows = [line.split() for line in f if line.strip()]
     except OSError:
         return []
-    return [(r[0], float(r[1]), float(r[2])) for r in rows if len(r) == 3]
+    return [(r[0], float(r[1]), float(r[2]), len(r) < 4 or r[3] == "kept") for r in rows if len(r) >= 3]
 
 
 def median_or_none(values):
@@ -361,13 +365,16 @@ def report(args):
     out.append(f"machine: {cpu}, {os.cpu_count()} CPUs{' (AMX)' if amx else ''}; load average before "
                f"{a.load_before or '?'}, after {a.load_after or '?'}")
     noise = read_noise(os.path.join(a.workdir, "noise.txt"))
-    if noise:
-        total_s = sum(n[1] for n in noise)
-        mean = sum(n[1] * n[2] for n in noise) / total_s if total_s else 0.0
-        worst = max(noise, key=lambda n: n[2])
-        out.append(f"other processes during the runs: {mean:.2f} CPUs on average, at most {worst[2]:.2f} "
-                   f"({worst[0]}; from /proc/stat less this script's children, steal included)")
-        if worst[2] > 0.2:
+    kept = [n for n in noise if n[3]]
+    if kept:
+        total_s = sum(n[1] for n in kept)
+        mean = sum(n[1] * n[2] for n in kept) / total_s if total_s else 0.0
+        worst = max(kept, key=lambda n: n[2])
+        redone = len(noise) - len(kept)
+        out.append(f"other processes during the runs kept: {mean:.2f} CPUs on average, at most {worst[2]:.2f} "
+                   f"({worst[0]}); from /proc/stat less this script's children, steal included"
+                   + (f"; {redone} disturbed run{'s' if redone != 1 else ''} done again" if redone else ""))
+        if worst[2] >= 0.1 * (os.cpu_count() or 1):
             out.append("warning: the machine was not quiet; runs that shared it are slower than they would be, "
                        "llama.cpp's (its thread pool spins at barriers) more than Channel's")
     out.append(f"peer: {a.peer}")
@@ -428,7 +435,7 @@ def report(args):
             "weights": w, "bandwidth": bw, "bandwidth_runs": bandwidths, "decode_ceiling_tok_s": ceiling,
             "llama": [dict(extra, samples=s, median={k: med(s, k) for k in s}) for _, s, extra in engines],
             "channel": {"samples": ch, "median": {k: med(ch, k) for k in ch}, "backend": ch_info.get("backend")},
-            "other_cpus_during_runs": [{"run": n, "seconds": t, "other_cpus": c} for n, t, c in noise],
+            "other_cpus_during_runs": [{"run": n, "seconds": t, "other_cpus": c, "kept": k} for n, t, c, k in noise],
             "command": a.command,
         }
         with open(a.json_out, "w") as f:
