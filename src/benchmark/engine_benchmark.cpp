@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -142,7 +143,15 @@ class Bench {
     SessionConfig config;
     config.max_tokens = 1;               // each input decodes one token: the figures are the calls below
     config.sampler.temperature = 0.0f;   // greedy, as the decode figures
-    Session session(model_, backend_, config);
+    std::optional<Session> made;
+    try {
+      made.emplace(model_, backend_, config);
+    } catch (const Error& e) {
+      result_.session_skipped = e.what();
+      progress_(fmt::format("probe and snapshot figures skipped: {}", e.what()));
+      return;
+    }
+    Session& session = *made;
     DiscardEvents events;
     session.input_tokens(tokens_.draw(static_cast<size_t>(options_.prompt_tokens)), kInputFlagRaw, events);
 

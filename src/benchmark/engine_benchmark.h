@@ -34,6 +34,7 @@ struct BenchmarkResult {
   Summary snapshot_load_ms;
   uint64_t snapshot_bytes = 0;
   uint32_t snapshot_slots = 0;     // live KV slots the snapshot holds
+  std::string session_skipped;     // why the probe and snapshot figures are missing, if they are
 };
 
 // Progress lines for a person watching (stderr); the result carries every figure.

@@ -20,6 +20,9 @@ struct BenchCliOptions {
   bool json = false;
 };
 
+// A figure that was not measured is null, not 0.
+nlohmann::json median_json(const Summary& s) { return s.count ? nlohmann::json(s.median) : nlohmann::json(nullptr); }
+
 nlohmann::json summary_json(const Summary& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
 
 void print_row(std::string_view test, const Summary& s, std::string_view unit, std::string_view note = "") {
@@ -40,6 +43,7 @@ void print_table(const BenchCliOptions& o, const BenchmarkResult& r, const Backe
   print_row("snapshot save", r.snapshot_save_ms, "ms",
             fmt::format("{:.1f} MiB, {} slots", r.snapshot_bytes / 1048576.0, r.snapshot_slots));
   print_row("snapshot load", r.snapshot_load_ms, "ms");
+  if (!r.session_skipped.empty()) fmt::print("probe and snapshot: skipped ({})\n", r.session_skipped);
 }
 
 nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, const Backend& backend) {
@@ -53,15 +57,15 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
       {"reps", o.bench.reps},
       {"prefill_tok_s", r.prefill_tok_s.median},
       {"decode_tok_s", r.decode_tok_s.median},
-      {"decode_full_ring_tok_s", r.decode_full_ring_tok_s.count ? nlohmann::json(r.decode_full_ring_tok_s.median)
-                                                                 : nlohmann::json(nullptr)},
+      {"decode_full_ring_tok_s", median_json(r.decode_full_ring_tok_s)},
       {"full_ring_depth", r.full_ring_depth},
-      {"probe_ms", r.probe_ms.median},
-      {"snapshot_save_ms", r.snapshot_save_ms.median},
-      {"snapshot_load_ms", r.snapshot_load_ms.median},
+      {"probe_ms", median_json(r.probe_ms)},
+      {"snapshot_save_ms", median_json(r.snapshot_save_ms)},
+      {"snapshot_load_ms", median_json(r.snapshot_load_ms)},
       {"snapshot_bytes", r.snapshot_bytes},
       {"snapshot_slots", r.snapshot_slots},
   };
+  if (!r.session_skipped.empty()) j["session_skipped"] = r.session_skipped;
   j["spread"] = {{"prefill_tok_s", summary_json(r.prefill_tok_s)},
                  {"decode_tok_s", summary_json(r.decode_tok_s)},
                  {"decode_full_ring_tok_s", summary_json(r.decode_full_ring_tok_s)},

@@ -47,7 +47,15 @@ Session::Session(std::shared_ptr<const Model> model, Backend& backend, SessionCo
       sampler_(config.sampler),
       period_(tokenizer_.find_token(".")),
       question_(tokenizer_.find_token("?")),
-      exclamation_(tokenizer_.find_token("!")) {}
+      exclamation_(tokenizer_.find_token("!")) {
+  // Every turn the engine writes is bracketed by these two; without them it cannot keep the
+  // stream a valid conversation (a Gemma 3 model given a Gemma 4 vocabulary, say).
+  if (special_.turn_open < 0 || special_.turn_close < 0) {
+    fail("the model's vocabulary has no {} turn tokens ({}): the engine cannot write its turns",
+         arch_display_name(model_->config().arch),
+         model_->config().arch == ModelArch::Gemma3 ? "<start_of_turn>, <end_of_turn>" : "<|turn>, <turn|>");
+  }
+}
 
 uint16_t Session::active_slots() const {
   return static_cast<uint16_t>(std::min<size_t>(context_.ring().global_view().size(), UINT16_MAX));

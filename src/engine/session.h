@@ -50,6 +50,7 @@ struct Snapshot;
 
 class Session {
  public:
+  // Throws channel::Error when the vocabulary lacks the architecture's turn tokens.
   Session(std::shared_ptr<const Model> model, Backend& backend, SessionConfig config);
 
   // OP_STREAM_INPUT. Throws channel::Error (state unchanged) for token ids outside the vocabulary.

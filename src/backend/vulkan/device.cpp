@@ -77,6 +77,7 @@ Device::Device(std::optional<uint32_t> index) {
   const bool v13 = std::min(info_.api_version, instance_.api_version()) >= VK_API_VERSION_1_3;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.features.shaderInt64 = VK_TRUE;
+  features.features.shaderFloat64 = VK_TRUE;
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   f11.storageBuffer16BitAccess = VK_TRUE;
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};

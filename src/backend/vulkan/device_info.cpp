@@ -157,6 +157,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   f.buffer_device_address = v12 && f12.bufferDeviceAddress;
   f.storage_buffer_16bit = v12 && f11.storageBuffer16BitAccess;
   f.shader_int64 = features.features.shaderInt64;
+  f.shader_float64 = features.features.shaderFloat64;
   f.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                           (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
   f.shader_float16 = v12 && f12.shaderFloat16;
@@ -188,6 +189,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   if (!f.buffer_device_address) info.missing.push_back("bufferDeviceAddress");
   if (!f.storage_buffer_16bit) info.missing.push_back("storageBuffer16BitAccess");
   if (!f.shader_int64) info.missing.push_back("shaderInt64");
+  if (!f.shader_float64) info.missing.push_back("shaderFloat64");
   if (!f.subgroup_arithmetic) info.missing.push_back("subgroup arithmetic in compute shaders");
   if (info.max_workgroup_invocations < kRequiredWorkgroupInvocations) {
     info.missing.push_back(fmt::format("{} invocations per workgroup", kRequiredWorkgroupInvocations));

@@ -19,6 +19,7 @@ struct DeviceFeatures {
   bool buffer_device_address = false;     // Vulkan 1.2: all buffers are reached through addresses
   bool storage_buffer_16bit = false;      // 16-bit loads: GGUF blocks and f16 / bf16 rows are 2-byte aligned
   bool shader_int64 = false;              // 64-bit address arithmetic in shaders
+  bool shader_float64 = false;            // double sums where the CPU backend sums in double (norms, attention)
   bool subgroup_arithmetic = false;       // subgroupAdd in compute shaders (reductions)
   // Used where present.
   bool shader_float16 = false;            // f16 arithmetic (packed f16 math)

@@ -4,7 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -125,6 +128,29 @@ std::string type_suffix(GgmlType type) {
   return name;
 }
 
+// The matrix kernels' shape for this device. A CPU driver (lavapipe) pays per invocation, so its
+// matrix-vector workgroups are one subgroup wide and cover many rows (on a 128-wide embedding the
+// default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape). CHANNEL_VULKAN_MATVEC=threads,rows,rows_per_thread overrides the
+// matrix-vector shape, for tuning on a new device.
+MatmulKernels::Options matmul_options(const DeviceInfo& info) {
+  MatmulKernels::Options options;
+  if (info.type == DeviceType::kCpu) {
+    options.matvec_workgroup = std::max(8u, info.subgroup_size);
+    options.matvec_rows = 64;
+    options.chunked_matvec = false;  // its wide per-thread chunks spill on a CPU: 60x slower there
+  }
+  if (const char* shape = std::getenv("CHANNEL_VULKAN_MATVEC")) {
+    unsigned threads = 0, rows = 0, rows_per_thread = 0;
+    if (std::sscanf(shape, "%u,%u,%u", &threads, &rows, &rows_per_thread) != 3) {
+      fail("CHANNEL_VULKAN_MATVEC must be threads,rows,rows_per_thread (e.g. 128,2,2), not '{}'", shape);
+    }
+    options.matvec_workgroup = threads;
+    options.matvec_rows = rows;
+    options.chunked_rows_per_thread = rows_per_thread;
+  }
+  return options;
+}
+
 }  // namespace
 
 struct VulkanBackend::LayerWeights {
@@ -139,15 +165,42 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
   if (options_.layers_per_submit < 1) fail("--layers-per-submit must be at least 1");
   device_ = std::make_unique<Device>(options_.device_index);
   pipelines_ = std::make_unique<PipelineCache>(*device_);
-  matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_);
+  matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_, matmul_options(device_->info()));
   transfer_ = std::make_unique<Transfer>(*device_);
   for (auto& seq : sequences_) seq = std::make_unique<CommandSequence>(*device_);
+  const char* profile = std::getenv("CHANNEL_VULKAN_PROFILE");
+  profiling_ = profile != nullptr && std::string_view(profile) == "1";
   upload_weights();
   allocate_state();
 }
 
 VulkanBackend::~VulkanBackend() {
-  if (device_) device_->wait_idle();
+  if (!device_) return;
+  device_->wait_idle();
+  if (profiling_ && !profile_ns_.empty()) {
+    double total = 0;
+    for (const auto& [stage, ns] : profile_ns_) total += ns;
+    fmt::print(stderr, "vulkan profile: GPU time by stage, {:.1f} ms in all\n", total / 1e6);
+    for (const auto& [stage, ns] : profile_ns_) {
+      fmt::print(stderr, "  {:<24} {:10.2f} ms {:5.1f}%\n", stage, ns / 1e6, 100.0 * ns / total);
+    }
+  }
+}
+
+void VulkanBackend::mark(CommandSequence& seq, const char* stage) {
+  if (!profiling_) return;
+  auto& marks = profile_marks_[&seq == sequences_[1].get() ? 1 : 0];
+  if (marks.size() >= CommandSequence::kMaxTimestamps) return;
+  marks.push_back(stage);
+  seq.write_timestamp(static_cast<uint32_t>(marks.size() - 1));
+}
+
+void VulkanBackend::collect_profile(int sequence) {
+  auto& marks = profile_marks_[sequence];
+  if (!profiling_ || marks.empty()) return;
+  const std::vector<double> ns = sequences_[sequence]->timestamps_ns();
+  for (size_t i = 1; i < marks.size(); ++i) profile_ns_[marks[i]] += ns[i] - ns[i - 1];
+  marks.clear();
 }
 
 std::string VulkanBackend::description() const {
@@ -398,9 +451,12 @@ bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, 
     const uint32_t rows = std::min(kMaxLogitRows, n - row);
     CommandSequence& seq = *sequences_[0];
     seq.begin();
+    mark(seq, "start");
     record_logits(seq, row, rows, wanted, n_cand);
+    mark(seq, "softcap");
     seq.end();
     seq.run();
+    collect_profile(0);
     const auto* values = reinterpret_cast<const float*>(logits_.mapped());
     out.values.insert(out.values.end(), values, values + static_cast<size_t>(rows) * cols);
     out.n_rows += rows;
@@ -416,14 +472,21 @@ void VulkanBackend::run_sequence_of_chunks(const std::vector<std::function<void(
       was_cancelled = true;
       break;
     }
-    // begin() waits for this sequence's previous submission; the other one keeps the device busy.
-    CommandSequence& seq = *sequences_[i % 2];
+    // This sequence's previous submission must be done; the other one keeps the device busy.
+    const int id = static_cast<int>(i % 2);
+    CommandSequence& seq = *sequences_[id];
+    seq.wait();
+    collect_profile(id);
     seq.begin();
+    mark(seq, "start");
     chunks[i](seq);
     seq.end();
     seq.submit();
   }
-  for (auto& seq : sequences_) seq->wait();
+  for (int id = 0; id < 2; ++id) {
+    sequences_[id]->wait();
+    collect_profile(id);
+  }
 }
 
 void VulkanBackend::record_embed(CommandSequence& seq, uint32_t n_tokens) {
@@ -437,6 +500,7 @@ void VulkanBackend::record_embed(CommandSequence& seq, uint32_t n_tokens) {
                        n_tokens};
   seq.dispatch_groups(pipeline("embed_" + type_suffix(token_embd_.type)), push, n_tokens);
   seq.barrier();
+  mark(seq, "embed");
 }
 
 void VulkanBackend::record_norm(CommandSequence& seq, VkDeviceAddress x, VkDeviceAddress weight, VkDeviceAddress dst,
@@ -468,6 +532,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   // Gemma 4 layers without attn_v: V = K (the projection before K's norm and RoPE).
   if (w.wv) matmul_->record_matmul(seq, *w.wv, a, v_.address(), width);
   seq.barrier();
+  mark(seq, "attn norm + qkv");
 
   LayerCache& cache = cache_[il];
   const InputsPush inputs{q_.address(),
@@ -490,6 +555,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   seq.dispatch_groups(pipeline("attention_inputs", kHeadWorkgroup), inputs,
                       uint64_t{n_tokens} * (lc.n_head + 2 * lc.n_head_kv));
   seq.barrier();
+  mark(seq, "qk norm + rope + kv");
 
   const uint32_t n_view = lc.sliding ? n_sliding_view_ : n_global_view_;
   const int32_t first_cell = lc.sliding ? first_sliding_cell_ : first_global_cell_;
@@ -513,6 +579,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                                 scheme.chunk_cells};
   seq.dispatch_groups(pipeline("attention"), attention, uint64_t{n_tokens} * lc.n_head);
   seq.barrier();
+  mark(seq, lc.sliding ? "attention (sliding)" : "attention (global)");
 
   const PreparedActivations o =
       matmul_->record_prepare(seq, w.wo.type, attn_.address(), n_tokens, q_width, q_width, scratch_.address());
@@ -520,6 +587,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   matmul_->record_matmul(seq, w.wo, o, proj_.address(), n_embd);
   seq.barrier();
   record_norm(seq, proj_.address(), w.post_attn_norm, 0, x_.address(), n_embd, n_tokens, 1.0f);
+  mark(seq, "wo + post norm");
 }
 
 void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) {
@@ -535,6 +603,7 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
   matmul_->record_matmul(seq, w.gate, a, gate_.address(), n_ff);
   matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
   seq.barrier();
+  mark(seq, "ffn norm + gate/up");
   const GegluPush geglu{gate_.address(), up_.address(), gate_.address(), n_tokens * n_ff, 0};
   seq.dispatch_groups(pipeline("geglu"), geglu, groups_for(uint64_t{n_tokens} * n_ff, kElementWorkgroup));
   seq.barrier();
@@ -544,6 +613,7 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
   matmul_->record_matmul(seq, w.down, d, proj_.address(), n_embd);
   seq.barrier();
   record_norm(seq, proj_.address(), w.post_ffn_norm, 0, x_.address(), n_embd, n_tokens, w.output_scale);
+  mark(seq, "geglu + down + norm");
 }
 
 void VulkanBackend::record_logits(CommandSequence& seq, uint32_t first_row, uint32_t n_rows, LogitsWanted wanted,
@@ -555,6 +625,7 @@ void VulkanBackend::record_logits(CommandSequence& seq, uint32_t first_row, uint
   const PreparedActivations a =
       matmul_->record_prepare(seq, output_.type, normed_.address(), n_rows, n_embd, n_embd, scratch_.address());
   seq.barrier();
+  mark(seq, "output norm");
   uint32_t cols = static_cast<uint32_t>(config.n_vocab);
   if (wanted == LogitsWanted::Candidates) {
     cols = n_candidates;
@@ -562,6 +633,7 @@ void VulkanBackend::record_logits(CommandSequence& seq, uint32_t first_row, uint
   } else {
     matmul_->record_matmul(seq, output_, a, logits_.address(), cols);
   }
+  mark(seq, "output matmul");
   if (config.final_softcap > 0.0f) {
     seq.barrier();
     const SoftcapPush softcap{logits_.address(), n_rows * cols, config.final_softcap, 1.0f / config.final_softcap, 0};

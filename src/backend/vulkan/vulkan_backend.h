@@ -9,6 +9,8 @@
 
 #include <array>
 #include <functional>
+#include <map>
+#include <string>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -78,6 +80,10 @@ class VulkanBackend final : public Backend {
   const ComputePipeline& pipeline(std::string_view shader, uint32_t extra = 0);
   void run_sequence_of_chunks(const std::vector<std::function<void(CommandSequence&)>>& chunks,
                               const std::function<bool()>& cancelled, bool& was_cancelled);
+  // Profiling (CHANNEL_VULKAN_PROFILE=1): GPU time per stage of the forward pass, summed over the
+  // backend's life and printed to stderr when it is destroyed.
+  void mark(CommandSequence& seq, const char* stage);
+  void collect_profile(int sequence);
   VkDeviceAddress vector_address(const std::vector<float>& values) const;
   uint64_t rope_set_offset(int set) const;  // byte offset of a RoPE set's cos/sin in rope_
 
@@ -88,6 +94,9 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<MatmulKernels> matmul_;
   mutable std::unique_ptr<Transfer> transfer_;
   std::array<std::unique_ptr<CommandSequence>, 2> sequences_;  // alternating: one records while the other runs
+  bool profiling_ = false;
+  std::array<std::vector<const char*>, 2> profile_marks_;  // stage ending at each timestamp of a sequence
+  std::map<std::string, double> profile_ns_;
 
   // Weights: one buffer per matrix, all f32 vectors (norms, frequency factors) in one buffer.
   std::vector<Buffer> matrix_buffers_;

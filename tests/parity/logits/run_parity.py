@@ -56,6 +56,7 @@ def parse_args():
     parser.add_argument("--prompt-lengths", type=comma_list(int), default=[1, 7, 64, 300])
     parser.add_argument("--greedy", type=int, default=64, help="greedy tokens compared for F32 models (0: none)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the models and prompts")
+    parser.add_argument("--backend", default="cpu", help="Channel's backend for channel eval (cpu or vulkan)")
     args = parser.parse_args()
     unknown = set(args.types) - set(THRESHOLDS)
     if unknown:
@@ -176,7 +177,8 @@ def run_case(case, args, model, n_vocab):
     try:
         # channel eval continues greedily from the same prompt evaluation when asked to
         greedy_flag = ["--greedy", greedy] if greedy else []
-        ours_out = run([args.channel, "eval", *common, "--logits-out", ours_path, *greedy_flag])
+        ours_out = run([args.channel, "eval", *common, "--backend", args.backend, "--logits-out", ours_path,
+                        *greedy_flag])
         run([args.oracle, "eval", *common, "--logits-out", ref_path])
         case.rel_l2, case.max_abs, case.same_argmax = compare_logits(
             read_logits(ours_path, len(tokens), n_vocab), read_logits(ref_path, len(tokens), n_vocab))

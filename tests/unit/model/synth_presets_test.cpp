@@ -9,7 +9,7 @@
 #include <cmath>
 #include <string>
 
-#include "../forward/test_models.h"
+#include "test_models.h"
 #include "core/error.h"
 #include "model/gguf.h"
 #include "model/model_config.h"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-#include "../forward/test_models.h"
+#include "test_models.h"
 #include "core/split_mix.h"
 #include "model/gguf.h"
 

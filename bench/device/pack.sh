@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Prepares, on the build machine, what bench/device/h200-bench.sh needs on a GPU machine that
+# has no network: the channel binary and its two shared libraries (.devrun/), the Vulkan loader
+# as a Debian package (.gl/), and llama.cpp's source and the Gemma 4 vocabulary from the npm peer
+# (.peer/). All three folders are git-ignored locally (.git/info/exclude) and named in the
+# device call's carry list.
+# usage: bench/device/pack.sh [BUILD_DIR=build]   (from the repository root, after a build)
+set -euo pipefail
+BUILD_DIR=${1:-build}
+PEER=${CHANNEL_PEER_DIR:-$HOME/.cache/channel-peer}
+mkdir -p .git/info
+for d in .gl .peer .devrun; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
+
+rm -rf .devrun && mkdir -p .devrun/lib
+cp "$BUILD_DIR/channel" .devrun/
+for lib in libhwy.so.1 libfmt.so.9; do cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .devrun/lib/; done
+
+mkdir -p .gl /tmp/amd64/partial
+o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+# The loader, and the GL dispatch libraries NVIDIA's Vulkan driver links against.
+[ -n "$(ls .gl/libvulkan1_*.deb 2>/dev/null)" ] || { apt-get $o update -qq && (cd .gl && apt-get $o download \
+  libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2); }
+
+mkdir -p .peer
+[ -f .peer/llama-src.tgz ] || tar czf .peer/llama-src.tgz -C "$PEER/src" --exclude=./docs --exclude=./models \
+  --exclude=./.git --exclude='./tools/server/public*' --exclude='*.gguf' .
+cp "$PEER/src/models/ggml-vocab-gemma-4.gguf" .peer/vocab-gemma4.gguf
+du -sh .devrun .gl .peer >&2
