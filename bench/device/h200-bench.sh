@@ -65,6 +65,9 @@ echo "== model: $PRESET"
 /usr/bin/time -v "$CH" model synth --preset "$PRESET" --vocab "$VOCAB" --out /tmp/bench-model.gguf 2> "$OUT/synth.log" | tail -1
 grep -E "Elapsed|Maximum resident" "$OUT/synth.log"
 
+echo "== channel run --gpu (a chat turn on the bench model; random weights: the text is noise)"
+timeout 120 "$CH" run --gpu --model /tmp/bench-model.gguf --prompt "Write one sentence about the sea." -n 16 2>&1 | tail -3
+
 echo "== channel bench --gpu"
 timeout 300 "$CH" bench --gpu -m /tmp/bench-model.gguf -p 512 -n "$GEN" -r 3 --json 2> "$OUT/bench.log" | tee "$OUT/bench.txt"
 tail -1 "$OUT/bench.txt" > "$OUT/bench.json"

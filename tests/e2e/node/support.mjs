@@ -143,7 +143,8 @@ export async function startEngine(model, { config = null, extraArgs = [] } = {})
   const client = new Client({
     binaryPath: BINARY,
     modelPath: model,
-    extraArgs: ['--threads', '1', ...extraArgs],
+    // CHANNEL_E2E_ENGINE_ARGS adds options (e.g. --gpu: CTest runs the suite again on Vulkan).
+    extraArgs: ['--threads', '1', ...(process.env.CHANNEL_E2E_ENGINE_ARGS ?? '').split(' ').filter(Boolean), ...extraArgs],
     stderr: process.env.CHANNEL_E2E_STDERR === 'inherit' ? 'inherit' : 'ignore',
   });
   client.errors = [];

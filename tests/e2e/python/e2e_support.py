@@ -45,8 +45,9 @@ VOCAB = os.environ.get("CHANNEL_VOCAB", "")
 ENGINE_STDERR = None if os.environ.get("CHANNEL_E2E_STDERR") == "inherit" else subprocess.DEVNULL
 # Longest wait for any single reply.
 TIMEOUT = 60.0
-# The machine is shared: one compute thread per engine.
-ENGINE_ARGS = ("--threads", "1")
+# The machine is shared: one compute thread per engine. CHANNEL_E2E_ENGINE_ARGS adds options
+# (e.g. --gpu: CTest runs the suite once more on the Vulkan backend).
+ENGINE_ARGS = ("--threads", "1", *os.environ.get("CHANNEL_E2E_ENGINE_ARGS", "").split())
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(_HERE, "..", "scripted_model.json"), encoding="utf-8") as _f:
