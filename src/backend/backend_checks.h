@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <span>
+#include <string_view>
 #include <unordered_set>
 
 #include "backend/backend.h"
@@ -40,6 +41,15 @@ inline void check_forward_inputs(const Batch& batch, const AttentionView& view, 
     for (int32_t c : candidates) {
       if (c < 0 || c >= n_vocab) fail("candidate token id {} is outside the vocabulary", c);
     }
+  }
+}
+
+// rotate_keys and read_kv work on written committed slots only: `action` names the call.
+inline void check_written_slots(std::span<const uint32_t> slots, std::span<const int32_t> slot_position,
+                                std::string_view action) {
+  for (uint32_t slot : slots) {
+    if (slot >= kv::kTotalSlots) fail("cannot {} scratch slot {}", action, slot);
+    if (slot_position[slot] < 0) fail("cannot {} empty slot {}", action, slot);
   }
 }
 

@@ -36,10 +36,7 @@ std::string CpuBackend::description() const {
 }
 
 void CpuBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) {
-  for (uint32_t slot : slots) {
-    if (slot >= kv::kTotalSlots) fail("cannot rotate scratch slot {}", slot);
-    if (slot_position_[slot] < 0) fail("cannot rotate empty slot {}", slot);
-  }
+  check_written_slots(slots, slot_position_, "rotate");
   const ModelConfig& config = model_->config();
   pool_.parallel_for(static_cast<int64_t>(slots.size()), [&](int64_t begin, int64_t end) {
     std::vector<float> head(config.max_head_dim());

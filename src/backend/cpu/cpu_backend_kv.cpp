@@ -12,10 +12,7 @@
 namespace channel::cpu {
 
 void CpuBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
-  for (uint32_t slot : slots) {
-    if (slot >= kv::kTotalSlots) fail("cannot read scratch slot {}", slot);
-    if (slot_position_[slot] < 0) fail("cannot read empty slot {}", slot);
-  }
+  check_written_slots(slots, slot_position_, "read");
   const ModelConfig& config = model_->config();
   out.slots.assign(slots.begin(), slots.end());
   out.positions.clear();

@@ -644,10 +644,7 @@ void VulkanBackend::record_logits(CommandSequence& seq, uint32_t first_row, uint
 // ------------------------------------------------------------------------------------ KV moves
 
 void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) {
-  for (uint32_t slot : slots) {
-    if (slot >= kv::kTotalSlots) fail("cannot rotate scratch slot {}", slot);
-    if (slot_position_[slot] < 0) fail("cannot rotate empty slot {}", slot);
-  }
+  check_written_slots(slots, slot_position_, "rotate");
   if (slots.empty()) return;
   const ModelConfig& config = model_->config();
   const uint32_t n = static_cast<uint32_t>(slots.size());
@@ -702,10 +699,7 @@ void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) 
 }
 
 void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
-  for (uint32_t slot : slots) {
-    if (slot >= kv::kTotalSlots) fail("cannot read scratch slot {}", slot);
-    if (slot_position_[slot] < 0) fail("cannot read empty slot {}", slot);
-  }
+  check_written_slots(slots, slot_position_, "read");
   const ModelConfig& config = model_->config();
   const uint32_t n = static_cast<uint32_t>(slots.size());
   out.slots.assign(slots.begin(), slots.end());

@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "engine/stream_context.h"
+#include "relative_l2.h"
 #include "test_models.h"
 
 namespace channel {
@@ -21,14 +22,7 @@ std::vector<int32_t> prompt_tokens(int n, int n_vocab) {
   return tokens;
 }
 
-double relative_l2(std::span<const float> a, std::span<const float> b) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff / norm);
-}
+using channel::testing::relative_l2;
 
 class Forward : public ::testing::TestWithParam<std::tuple<ModelArch, GgmlType>> {};
 
