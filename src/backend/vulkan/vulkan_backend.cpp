@@ -64,14 +64,24 @@ struct AttentionPush {
   uint32_t scheme;
   int32_t first_cell;
   uint32_t n_chunks, chunk_cells;
+  uint64_t partials;
 };
-static_assert(sizeof(AttentionPush) == 96);
+static_assert(sizeof(AttentionPush) == 104);
+
+struct CombinePush {
+  uint64_t partials, dst;
+  uint32_t n_head, n_chunks, head_dim, pad;
+};
+static_assert(sizeof(CombinePush) == 32);
 
 // The attention scheme and cell geometry of llama.cpp's CPU flash attention, which the CPU
 // backend follows and attention.comp reproduces (backend/cpu/attention.h): batches of 64+ tokens
 // tiled (head sizes a multiple of 16), single tokens over 512+ padded cells split into as many
 // chunks as llama.cpp has threads (the CPU backend takes the machine's hardware threads, and so
 // does this one, so that both agree), else one row.
+// llama.cpp's thread count, which is its number of split-KV chunks.
+uint32_t split_kv_chunks() { return std::max(1u, std::thread::hardware_concurrency()); }
+
 struct AttentionScheme {
   uint32_t scheme = 0;  // 0 one-row, 1 split-KV, 2 tiled
   int32_t first_cell = 0;
@@ -88,7 +98,7 @@ AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_vie
     a.scheme = 2;
   } else if (n_tokens == 1 && padded >= kSplitKvMinCells) {
     a.scheme = 1;
-    a.n_chunks = std::max(1u, std::thread::hardware_concurrency());
+    a.n_chunks = split_kv_chunks();
     a.chunk_cells = static_cast<uint32_t>((padded + a.n_chunks - 1) / a.n_chunks);
   }
   return a;
@@ -317,6 +327,9 @@ void VulkanBackend::allocate_state() {
   rope_ = upload(rope_set_offset(static_cast<int>(rope_sets_.size())));
   std::memcpy(slot_positions_.mapped(), slot_position_.data(), kKvSlots * 4);
 
+  int max_heads = 1;
+  for (const LayerConfig& lc : config.layers) max_heads = std::max(max_heads, lc.n_head);
+  partials_ = device_f32(uint64_t(max_heads) * split_kv_chunks() * (2 + config.max_head_dim()));
   x_ = device_f32(n * config.n_embd);
   normed_ = device_f32(n * config.n_embd);
   q_ = device_f32(n * max_q_width);
@@ -576,9 +589,18 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                                 scheme.scheme,
                                 scheme.first_cell,
                                 scheme.n_chunks,
-                                scheme.chunk_cells};
-  seq.dispatch_groups(pipeline("attention"), attention, uint64_t{n_tokens} * lc.n_head);
+                                scheme.chunk_cells,
+                                partials_.address()};
+  const bool split = scheme.scheme == 1;
+  // Split-KV: a workgroup per (head, chunk), then the chunks merged per head.
+  seq.dispatch_groups(pipeline("attention"), attention, uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1));
   seq.barrier();
+  if (split) {
+    const CombinePush combine{partials_.address(), attn_.address(), static_cast<uint32_t>(lc.n_head), scheme.n_chunks,
+                              static_cast<uint32_t>(lc.head_dim), 0};
+    seq.dispatch_groups(pipeline("attention_combine", kAttentionWorkgroup), combine, lc.n_head);
+    seq.barrier();
+  }
   mark(seq, lc.sliding ? "attention (sliding)" : "attention (global)");
 
   const PreparedActivations o =

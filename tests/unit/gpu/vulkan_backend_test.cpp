@@ -153,7 +153,7 @@ TEST(VulkanBackend, CandidateLogitsAreTheirColumnsOfTheFullLogits) {
   for (size_t i = 0; i < candidates.size(); ++i) EXPECT_EQ(some.values[i], full.values[candidates[i]]) << i;
 }
 
-TEST(VulkanBackend, BatchLongerThanOneDeviceStepMatchesTheCpu) {
+TEST(VulkanBackend, LongBatchAndSplitKvDecodeMatchTheCpu) {
   TempDir dir;
   const auto model = small_model(dir, ModelArch::Gemma3, GgmlType::F32);
   VULKAN_BACKEND_OR_SKIP(gpu, model);
@@ -169,6 +169,18 @@ TEST(VulkanBackend, BatchLongerThanOneDeviceStepMatchesTheCpu) {
   Logits a, b;
   ASSERT_TRUE(gpu->forward(batch, view, LogitsWanted::Last, {}, a));
   ASSERT_TRUE(cpu.forward(batch, view, LogitsWanted::Last, {}, b));
+  EXPECT_LT(relative_l2(a.values, b.values), 5e-3);
+
+  // Decode over 601 cells: the split-KV scheme (512+ padded cells), chunks merged on the device.
+  const std::vector<int32_t> next = {17}, next_position = {600};
+  const std::vector<uint32_t> next_slot = {600};
+  std::vector<uint32_t> all_slots(slots);
+  all_slots.push_back(600);
+  AttentionView decode_view;
+  decode_view.global_slots.runs[0] = decode_view.sliding_slots.runs[0] = std::span<const uint32_t>(all_slots);
+  const Batch step{next, next_position, next_slot, {}};
+  ASSERT_TRUE(gpu->forward(step, decode_view, LogitsWanted::Last, {}, a));
+  ASSERT_TRUE(cpu.forward(step, decode_view, LogitsWanted::Last, {}, b));
   EXPECT_LT(relative_l2(a.values, b.values), 5e-3);
 }
 

@@ -11,10 +11,12 @@
 //   scheme 0, one-row (fewer than 64 tokens): query rounded to f16, scores as ggml_vec_dot_f16,
 //     weighted values accumulated in f16 with an online softmax over the keys in view order;
 //   scheme 1, split-KV (one token, 512+ cells): the one-row scheme on n_chunks chunks of
-//     llama.cpp's cells, merged as llama.cpp merges them;
+//     llama.cpp's cells, one workgroup per (head, chunk), each writing its partial maximum, sum
+//     and accumulators; attention_combine.comp merges them as llama.cpp does;
 //   scheme 2, tiled (64+ tokens): f32 scores as a fused multiply-add chain, 64-cell tiles with an
 //     online maximum, weights by ggml's exp polynomial, f32 accumulation.
-// One workgroup per (token, head): workgroup index = t * n_head + h. Each invocation scores whole
+// One workgroup per (token, head): workgroup index = t * n_head + h (scheme 1: (h, chunk) =
+// (index / n_chunks, index % n_chunks)). Each invocation scores whole
 // keys into shared memory (MAX_KEYS of them), then owns output dims and walks the keys (every
 // invocation keeps the same running maximum and sum). Needs shaderFloat64 (sums in double, as
 // the CPU). Specialization constants: 0 workgroup size, 1 MAX_SUBGROUPS, 2 MAX_HEAD_DIM,
@@ -45,6 +47,7 @@ layout(push_constant, std430) uniform AttentionParams {
   int first_cell;           // llama.cpp's cell of the first listed key (its position on a fresh stream)
   uint n_chunks;            // split-KV: chunks (llama.cpp's thread count)
   uint chunk_cells;         // split-KV: cells per chunk
+  uint64_t partials;        // split-KV: f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
 } p;
 
 shared float query[MAX_HEAD_DIM];
@@ -120,15 +123,15 @@ uint64_t value_address(uint j, uint kv_head) {
   return p.v_cache + (uint64_t(slot) * p.n_head_kv * p.head_dim + kv_head * p.head_dim) * 2u;
 }
 
-// The one-row scheme over listed keys [begin, end): running maximum m, sum s and the f16
-// accumulators of this invocation's dims (dims lane, lane + stride, ...).
+// The one-row scheme over listed keys [begin, end) (their scores at scores[j - begin]): running
+// maximum m, sum s and the f16 accumulators of this invocation's dims (lane, lane + stride, ...).
 void one_row(uint begin, uint end, uint kv_head, inout float m, inout float s, inout float acc[kMaxDimsPerLane]) {
   const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
   for (uint k = 0; k < kMaxDimsPerLane; ++k) acc[k] = 0.0;
   m = kMinusInfinity;
   s = 0.0;
   for (uint j = begin; j < end; ++j) {
-    const float score = scores[j];
+    const float score = scores[j - begin];
     if (score == kMinusInfinity) continue;
     float ms = 1.0, vs = 1.0;
     if (score > m) {  // a new maximum: rescale what was accumulated (ggml_vec_scale_f16)
@@ -148,9 +151,14 @@ void one_row(uint begin, uint end, uint kv_head, inout float m, inout float s, i
 uint list_index(int cell) { return uint(clamp(cell - p.first_cell, 0, int(p.n_view))); }
 
 void main() {
+  const bool split = p.scheme == 1u;
   const uint index = flat_workgroup_index();
-  if (index >= p.n_tokens * p.n_head) return;  // the whole workgroup, before any barrier
-  const uint t = index / p.n_head, h = index % p.n_head;
+  if (index >= p.n_tokens * p.n_head * (split ? p.n_chunks : 1u)) return;  // the whole workgroup
+  const uint head_index = split ? index / p.n_chunks : index, chunk = split ? index % p.n_chunks : 0u;
+  const uint t = head_index / p.n_head, h = head_index % p.n_head;
+  // The listed keys this workgroup reads: its chunk of llama.cpp's cells, or all of them.
+  const uint begin = split ? list_index(int(chunk * p.chunk_cells)) : 0u;
+  const uint end = split ? list_index(int((chunk + 1u) * p.chunk_cells)) : p.n_view;
   const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x;
   const uint dim = p.head_dim;
   const uint kv_head = h / (p.n_head / p.n_head_kv);
@@ -166,7 +174,7 @@ void main() {
   // Scores of the listed keys (-inf when masked), one key per invocation.
   U32Ptr view = U32Ptr(p.view);
   I32Ptr slot_positions = I32Ptr(p.slot_positions);
-  for (uint j = lane; j < p.n_view; j += stride) {
+  for (uint j = begin + lane; j < end; j += stride) {
     const uint slot = view.v[j];
     const int key_position = slot_positions.v[slot];
     const bool visible = key_position >= 0 && key_position >= min_position && key_position <= position;
@@ -175,7 +183,7 @@ void main() {
       F16Ptr key = F16Ptr(p.k_cache + (uint64_t(slot) * kv_stride + kv_head * dim) * 2u);
       score = f16_query ? dot_f16_ggml(key, dim) : dot_fma_chain(key, dim);
     }
-    scores[j] = score;
+    scores[j - begin] = score;
   }
   barrier();
 
@@ -185,26 +193,16 @@ void main() {
     float m, s;
     one_row(0u, p.n_view, kv_head, m, s, out_values);
     inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
-  } else if (p.scheme == 1u) {
-    // Chunks in order, each merged into the output as llama.cpp merges them: the new chunk's
-    // product rounded, the old sum fused onto it.
-    for (uint k = 0; k < kMaxDimsPerLane; ++k) out_values[k] = 0.0;
-    float m = kMinusInfinity, s = 0.0;
-    for (uint c = 0; c < p.n_chunks; ++c) {
-      float cm, cs, acc[kMaxDimsPerLane];
-      one_row(list_index(int(c * p.chunk_cells)), list_index(int((c + 1u) * p.chunk_cells)), kv_head, cm, cs, acc);
-      if (cs == 0.0) continue;
-      const float m_new = max(m, cm);
-      const float scale_old = exp(m - m_new), scale_new = exp(cm - m_new);
-      for (uint k = 0; k < kMaxDimsPerLane; ++k) {
-        precise float added = acc[k] * scale_new;
-        out_values[k] = fma(out_values[k], scale_old, added);
-      }
-      precise float added = cs * scale_new;
-      s = fma(s, scale_old, added);
-      m = m_new;
+  } else if (split) {
+    float m, s;
+    one_row(begin, end, kv_head, m, s, out_values);
+    F32Ptr partial = F32Ptr(p.partials + uint64_t(index) * (2u + dim) * 4u);
+    if (lane == 0u) {
+      partial.v[0] = m;
+      partial.v[1] = s;
     }
-    inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
+    for (uint k = 0, d = lane; d < dim; ++k, d += stride) partial.v[2u + d] = out_values[k];
+    return;
   } else {
     for (uint k = 0; k < kMaxDimsPerLane; ++k) out_values[k] = 0.0;
     float m = kMinusInfinity, s = 0.0;

@@ -1,0 +1,43 @@
+#version 460
+// Merges the split-KV partials of attention.comp (scheme 1) into the output, chunk by chunk in
+// order as llama.cpp merges them (attention_reference.cpp combine_partials): the new chunk's
+// product rounded, the old sum fused onto it; chunks with no visible key are skipped. One
+// workgroup per query head of the one token. Specialization constant 0: workgroup size.
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(push_constant, std430) uniform CombineParams {
+  uint64_t partials;  // f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
+  uint64_t dst;       // f32 [n_head * head_dim]
+  uint n_head;
+  uint n_chunks;
+  uint head_dim;
+  uint pad;
+} p;
+
+void main() {
+  const uint h = flat_workgroup_index();
+  if (h >= p.n_head) return;
+  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
+  float m = uintBitsToFloat(0xff800000u), s = 0.0;
+  float out_values[16];  // dims lane, lane + stride, ...: head_dim <= 16 * workgroup size
+  for (uint k = 0; k < 16u; ++k) out_values[k] = 0.0;
+  for (uint c = 0; c < p.n_chunks; ++c) {
+    F32Ptr partial = F32Ptr(p.partials + (uint64_t(h) * p.n_chunks + c) * (2u + dim) * 4u);
+    const float cm = partial.v[0], cs = partial.v[1];
+    if (cs == 0.0) continue;
+    const float m_new = max(m, cm);
+    const float scale_old = exp(m - m_new), scale_new = exp(cm - m_new);
+    for (uint k = 0, d = lane; d < dim; ++k, d += stride) {
+      precise float added = partial.v[2u + d] * scale_new;
+      out_values[k] = fma(out_values[k], scale_old, added);
+    }
+    precise float added = cs * scale_new;
+    s = fma(s, scale_old, added);
+    m = m_new;
+  }
+  const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
+  F32Ptr dst = F32Ptr(p.dst + uint64_t(h) * dim * 4u);
+  for (uint k = 0, d = lane; d < dim; ++k, d += stride) dst.v[d] = out_values[k] * inverse;
+}
