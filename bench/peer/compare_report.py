@@ -378,8 +378,9 @@ def report(args):
             out.append("warning: the machine was not quiet; runs that shared it are slower than they would be, "
                        "llama.cpp's (its thread pool spins at barriers) more than Channel's")
     out.append(f"peer: {a.peer}")
-    out.append(f"read bandwidth: {bw['read_gb_s']:.2f} GB/s ({bw['threads']} threads, best of "
-               f"{len(bandwidths)} measurements; {bw['streams']} streams per thread)")
+    low = min(r["read_gb_s"] for r in bandwidths)
+    out.append(f"read bandwidth: {bw['read_gb_s']:.2f} GB/s ({bw['threads']} threads, {bw['streams']} streams "
+               f"per thread; best of {len(bandwidths)} measurements, lowest {low:.2f})")
     out.append(f"weights read per decoded token: {w['weight_bytes_per_token'] / 1e9:.3f} GB (layers "
                f"{w['layer_bytes'] / 1e9:.3f} GB + {w['output_tensor']} {w['output_type']} "
                f"{w['output_bytes'] / 1e9:.3f} GB)")
