@@ -371,7 +371,7 @@ def report(args):
         mean = sum(n[1] * n[2] for n in kept) / total_s if total_s else 0.0
         worst = max(kept, key=lambda n: n[2])
         redone = len(noise) - len(kept)
-        out.append(f"other processes during the runs kept: {mean:.2f} CPUs on average, at most {worst[2]:.2f} "
+        out.append(f"other processes during the kept runs: {mean:.2f} CPUs on average, at most {worst[2]:.2f} "
                    f"({worst[0]}); from /proc/stat less this script's children, steal included"
                    + (f"; {redone} disturbed run{'s' if redone != 1 else ''} done again" if redone else ""))
         if worst[2] >= 0.1 * (os.cpu_count() or 1):
@@ -388,8 +388,8 @@ def report(args):
                f"{ceiling:.1f} tok/s")
     out.append("")
     dlabel = f"decode tg{g_tokens} @ d{depth or 3968}"
-    if ring_depth and depth and ring_depth != depth:
-        dlabel += f" (Channel: ring full, d{ring_depth})"
+    if ring_depth:
+        dlabel += " (Channel: ring full)"
     with_depth = any(med(s, "tgd") for _, s, _ in engines + [(ch_label, ch, {})])
     head = ["engine", f"prefill pp{p_tokens} tok/s", f"decode tg{g_tokens} tok/s"]
     head += [dlabel + " tok/s"] if with_depth else []
