@@ -53,6 +53,21 @@ inline void check_written_slots(std::span<const uint32_t> slots, std::span<const
   }
 }
 
+// read_kv's first step in every backend: the slots checked, and the blob's slot table (slots,
+// positions, moves) filled, its layers left empty for the backend's keys and values.
+inline void begin_kv_export(std::span<const uint32_t> slots, std::span<const int32_t> slot_position,
+                            std::span<const int64_t> slot_moved_by, int n_layer, KvBlob& out) {
+  check_written_slots(slots, slot_position, "read");
+  out.slots.assign(slots.begin(), slots.end());
+  out.positions.clear();
+  out.moved_by.clear();
+  for (uint32_t slot : slots) {
+    out.positions.push_back(slot_position[slot]);
+    out.moved_by.push_back(slot_moved_by[slot]);
+  }
+  out.layers.assign(static_cast<size_t>(n_layer), {});
+}
+
 // Everything write_kv checks before it changes anything.
 inline void check_kv_blob(const KvBlob& blob, const ModelConfig& config) {
   const size_t n = blob.slots.size();

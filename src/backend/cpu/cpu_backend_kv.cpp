@@ -12,16 +12,8 @@
 namespace channel::cpu {
 
 void CpuBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
-  check_written_slots(slots, slot_position_, "read");
   const ModelConfig& config = model_->config();
-  out.slots.assign(slots.begin(), slots.end());
-  out.positions.clear();
-  out.moved_by.clear();
-  for (uint32_t slot : slots) {
-    out.positions.push_back(slot_position_[slot]);
-    out.moved_by.push_back(slot_moved_by_[slot]);
-  }
-  out.layers.assign(static_cast<size_t>(config.n_layer), {});
+  begin_kv_export(slots, slot_position_, slot_moved_by_, config.n_layer, out);
   for (int il = 0; il < config.n_layer; ++il) {
     const size_t width = kv_width(config.layers[il]);
     const LayerCache& cache = cache_[il];

@@ -721,17 +721,9 @@ void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) 
 }
 
 void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
-  check_written_slots(slots, slot_position_, "read");
   const ModelConfig& config = model_->config();
   const uint32_t n = static_cast<uint32_t>(slots.size());
-  out.slots.assign(slots.begin(), slots.end());
-  out.positions.clear();
-  out.moved_by.clear();
-  for (uint32_t slot : slots) {
-    out.positions.push_back(slot_position_[slot]);
-    out.moved_by.push_back(slot_moved_by_[slot]);
-  }
-  out.layers.assign(static_cast<size_t>(config.n_layer), {});
+  begin_kv_export(slots, slot_position_, slot_moved_by_, config.n_layer, out);
   if (n == 0) return;
   auto& self = const_cast<VulkanBackend&>(*this);  // recording state only; the KV is not changed
   for (auto& seq : self.sequences_) seq->wait();
