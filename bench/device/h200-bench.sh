@@ -12,8 +12,10 @@
 #   6. (PROBE_PRESET=NAME) channel bench --gpu on a second preset whose vocabulary has its turn
 #      tokens (the Gemma 3 presets carry the Gemma 4 vocabulary, so their probe and snapshot
 #      figures are skipped), e.g. gemma4-12b.
+#   7. (MATVEC="SHAPE SHAPE ...") channel_vulkan_matvec_bench with these matrix-vector shapes
+#      (threads,rows,subgroup_rows; "default" for the built-in one): GB/s per decode matrix.
 # PEER=0 skips llama.cpp (its build takes most of the call).
-# usage: [PEER=0] [PROFILE=1] [PROBE_PRESET=gemma4-12b] bash bench/device/h200-bench.sh [PRESET] [GEN_TOKENS]
+# usage: [PEER=0] [PROFILE=1] [PROBE_PRESET=gemma4-12b] [MATVEC="default 128,8,2"] bash bench/device/h200-bench.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
@@ -60,6 +62,12 @@ print(f"{sys.argv[1]} {sys.argv[2]}: rel L2 {rel:.3e}, argmax {sum(i == j for i,
 PY
   done
 done
+
+if [ -n "${MATVEC:-}" ]; then
+  echo "== matrix-vector kernels (GB/s per decode matrix of Gemma 3 12B)"
+  args=(); for shape in $MATVEC; do [ "$shape" = default ] && args+=(--shape "") || args+=(--shape "$shape"); done
+  timeout 300 "$R/.devrun/channel_vulkan_matvec_bench" "${args[@]}" 2>&1 | tee "$OUT/matvec.txt"
+fi
 
 echo "== model: $PRESET"
 /usr/bin/time -v "$CH" model synth --preset "$PRESET" --vocab "$VOCAB" --out /tmp/bench-model.gguf 2> "$OUT/synth.log" | tail -1

@@ -26,6 +26,9 @@ struct GgmlTypeTraits {
 
 constexpr int64_t kQuantBlock = 32;  // Q4_0 and Q8_0 quantize in blocks of 32 values
 
+// Q4_0 and Q8_0: block-quantized types, multiplied with Q8_0-quantized activations.
+constexpr bool is_quantized(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
+
 struct BlockQ4_0 {
   uint16_t d;          // fp16 scale
   uint8_t qs[16];      // low nibble of byte j = element j, high nibble = element j + 16; value (q - 8) * d

@@ -36,7 +36,7 @@ inline const uint8_t* WeightRow(const DotRowsJob& job, int64_t i) {
 void DotRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   const WeightMatrix& w = *job.weights;
   const PreparedActivations& x = *job.activations;
-  const bool quantized = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0;
+  const bool quantized = is_quantized(w.type);
   for (int64_t i = begin; i < end; ++i) {
     const uint8_t* row = WeightRow(job, i);
     for (int64_t t = 0; t < x.n_tokens(); ++t) {

@@ -14,10 +14,10 @@ namespace {
 
 // Push constants of matvec.comp / matmul.comp (shaders/matmul_params.glsl).
 struct MatmulPush {
-  uint64_t w, x, x_scales, dst, row_ids;
+  uint64_t w, w_scales, x, x_scales, dst, row_ids;
   uint32_t n_out, cols, n_tokens, w_row_bytes, x_stride, dst_stride, w_rows, pad;
 };
-static_assert(sizeof(MatmulPush) == 72 && offsetof(MatmulPush, n_out) == 40 && offsetof(MatmulPush, pad) == 68);
+static_assert(sizeof(MatmulPush) == 80 && offsetof(MatmulPush, n_out) == 48 && offsetof(MatmulPush, pad) == 76);
 
 // quantize_q8.comp
 struct QuantizePush {
@@ -37,19 +37,6 @@ constexpr uint32_t kQuantizeWorkgroup = 64;  // quantize_q8.comp local_size_x
 constexpr uint32_t kRoundWorkgroup = 256;    // round_half.comp local_size_x
 constexpr int64_t kTileRows = 64;            // matmul.comp BM
 constexpr int64_t kTileTokens = 64;          // matmul.comp BN
-constexpr int64_t kChunkBlocks = 8;          // matvec_chunked.comp: blocks per chunk
-
-// Threads per row of the chunked kernel: the smallest power of two >= the chunks of a row, at
-// most the workgroup.
-uint32_t chunked_threads_per_row(int64_t cols, uint32_t workgroup) {
-  const int64_t chunks = cols / (kQuantBlock * kChunkBlocks);
-  uint32_t threads = 1;
-  while (threads < chunks && threads < workgroup) threads *= 2;
-  return threads;
-}
-
-bool is_quantized(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
-
 uint64_t align16(uint64_t n) { return (n + 15) / 16 * 16; }
 
 uint32_t to_u32(int64_t value, const char* what) {
@@ -88,7 +75,7 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
   }
   if (options.matvec_workgroup == 0 || (options.matvec_workgroup & (options.matvec_workgroup - 1)) != 0 ||
       options.matvec_workgroup > device.info().max_workgroup_invocations || options.matvec_rows == 0 ||
-      options.chunked_rows_per_thread == 0) {
+      options.matvec_q_rows == 0 || options.matvec_subgroup_rows == 0) {
     fail("Vulkan: matrix-vector workgroup of {} threads and {} rows is not possible on {}", options.matvec_workgroup,
          options.matvec_rows, device.info().name);
   }
@@ -108,22 +95,13 @@ uint64_t MatmulKernels::scratch_bytes(GgmlType weight_type, int64_t n_tokens, in
 
 const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, uint32_t tokens) {
   const uint32_t workgroup = options_.matvec_workgroup;
+  if (is_quantized(type)) {
+    const uint32_t specialization[] = {workgroup, options_.matvec_q_rows, options_.matvec_subgroup_rows, tokens};
+    return pipelines_.get("matvec_q_" + type_suffix(type) + (integer_dot_ ? "_dot" : ""), specialization);
+  }
   const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
   const uint32_t specialization[] = {workgroup, options_.matvec_rows, tokens, (workgroup + min_subgroup - 1) / min_subgroup};
-  const std::string name = "matvec_" + type_suffix(type) + (is_quantized(type) && integer_dot_ ? "_dot" : "");
-  return pipelines_.get(name, specialization);
-}
-
-const ComputePipeline& MatmulKernels::chunked_matvec_pipeline(GgmlType type, uint32_t threads_per_row,
-                                                               uint32_t tokens) {
-  const uint32_t specialization[] = {options_.matvec_workgroup, threads_per_row, options_.chunked_rows_per_thread,
-                                     tokens};
-  return pipelines_.get("matvec_chunked_" + type_suffix(type) + (integer_dot_ ? "_dot" : ""), specialization);
-}
-
-bool MatmulKernels::use_chunked_matvec(const DeviceMatrix& w, const PreparedActivations& x) const {
-  return options_.chunked_matvec && is_quantized(w.type) && (w.cols / kQuantBlock) % kChunkBlocks == 0 &&
-         w.data % 16 == 0 && x.values % 16 == 0 && x.stride % 16 == 0;
+  return pipelines_.get("matvec_" + type_suffix(type), specialization);
 }
 
 const ComputePipeline& MatmulKernels::tiled_pipeline(GgmlType type) {
@@ -202,16 +180,23 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
          ggml_type_traits(w.type).name);
   }
   if (x.cols != w.cols) fail("Vulkan matmul: {} activation values for rows of {}", x.cols, w.cols);
-  if (w.row_bytes != ggml_row_bytes(w.type, w.cols)) {
+  if (w.row_bytes != device_row_bytes(w.type, w.cols)) {
     fail("Vulkan matmul: row_bytes {} does not match {} {} values", w.row_bytes, ggml_type_traits(w.type).name, w.cols);
   }
   if (out_stride < n_out) fail("Vulkan matmul: output stride {} below {} rows", out_stride, n_out);
-  check_alignment(w.data, w.type == GgmlType::F32 ? 4 : 2, "weight");
+  if (is_quantized(w.type)) {
+    if (w.scales == 0) fail("Vulkan matmul: {} weights without scales", ggml_type_traits(w.type).name);
+    check_alignment(w.data, 16, "weight quants");
+    check_alignment(w.scales, 2, "weight scales");
+  } else {
+    check_alignment(w.data, w.type == GgmlType::F32 ? 4 : 2, "weight");
+  }
   check_alignment(out, 4, "output");
   if (x.n_tokens == 0 || n_out == 0) return;
 
   MatmulPush push{};
   push.w = w.data;
+  push.w_scales = w.scales;
   push.x = x.values;
   push.x_scales = x.scales;
   push.dst = out;
@@ -227,14 +212,9 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
   if (kernel == MatmulKernel::kAuto) {
     kernel = x.n_tokens <= options_.matvec_max_tokens ? MatmulKernel::kMatvec : MatmulKernel::kTiled;
   }
-  if (kernel == MatmulKernel::kMatvec && use_chunked_matvec(w, x)) {
-    const uint32_t threads_per_row = chunked_threads_per_row(w.cols, options_.matvec_workgroup);
-    const uint64_t rows_per_group =
-        static_cast<uint64_t>(options_.matvec_workgroup / threads_per_row) * options_.chunked_rows_per_thread;
-    const uint64_t groups = (static_cast<uint64_t>(n_out) + rows_per_group - 1) / rows_per_group;
-    seq.dispatch_groups(chunked_matvec_pipeline(w.type, threads_per_row, tokens_per_pass(x.n_tokens)), push, groups);
-  } else if (kernel == MatmulKernel::kMatvec) {
-    const uint64_t groups = (static_cast<uint64_t>(n_out) + options_.matvec_rows - 1) / options_.matvec_rows;
+  if (kernel == MatmulKernel::kMatvec) {
+    const uint32_t rows = is_quantized(w.type) ? options_.matvec_q_rows : options_.matvec_rows;
+    const uint64_t groups = (static_cast<uint64_t>(n_out) + rows - 1) / rows;
     seq.dispatch_groups(matvec_pipeline(w.type, tokens_per_pass(x.n_tokens)), push, groups);
   } else {
     const int64_t groups_x = (n_out + kTileRows - 1) / kTileRows;

@@ -15,32 +15,21 @@
 //   seq.barrier();
 //   kernels.record_matmul(seq, w_q, a, q_out, n_q);  kernels.record_matmul(seq, w_k, a, k_out, n_k);
 //   seq.barrier();  // before anything reads q_out / k_out
-// Kernels: kMatvec streams the weights once per few tokens (decode; memory-bound), kTiled reads
-// each weight tile once per 64 tokens through shared memory (prefill). kAuto picks kMatvec up to
-// Options::matvec_max_tokens tokens. For Q4_0 / Q8_0 rows of a multiple of 8 blocks at a 16-byte
-// aligned address (all Gemma widths), kMatvec reads 8-block chunks with 16-byte loads
-// (matvec_chunked.comp) instead of one block per thread with 2-byte loads (matvec.comp).
+// Kernels: kMatvec streams the weights once per few tokens (decode; memory-bound; Q4_0 / Q8_0 in
+// matvec_q.comp, a subgroup per group of rows), kTiled reads each weight tile once per 64
+// tokens through shared memory (prefill). kAuto picks kMatvec up to Options::matvec_max_tokens
+// tokens. Weights are in the device layout of device_matrix.h (Q4_0 / Q8_0 as split blocks).
 #pragma once
 
 #include <cstdint>
 
 #include "backend/vulkan/command_sequence.h"
 #include "backend/vulkan/device.h"
+#include "backend/vulkan/device_matrix.h"
 #include "backend/vulkan/pipeline.h"
 #include "model/ggml_type.h"
 
 namespace channel::vulkan {
-
-// A weight matrix in device memory, in its GGUF encoding (row-major, `rows` rows of `cols` values).
-// Any address works (an offset into a larger buffer, a row range of a split tensor); Q4_0, Q8_0,
-// F16 and BF16 rows need 2-byte, F32 rows 4-byte alignment.
-struct DeviceMatrix {
-  GgmlType type = GgmlType::F32;
-  VkDeviceAddress data = 0;  // first byte of row 0
-  int64_t rows = 0;
-  int64_t cols = 0;
-  uint64_t row_bytes = 0;  // ggml_row_bytes(type, cols)
-};
 
 // Activations converted for one weight type's kernels (the CPU's PreparedActivations):
 //   F32 weights:         the f32 input itself (values = x, stride = x_stride);
@@ -65,11 +54,11 @@ class MatmulKernels {
  public:
   struct Options {
     IntegerDot integer_dot = IntegerDot::kAuto;
-    uint32_t matvec_workgroup = 128;  // threads per matrix-vector workgroup (a power of two)
-    uint32_t matvec_rows = 2;         // weight rows per matrix-vector workgroup
-    int64_t matvec_max_tokens = 8;    // kAuto: kMatvec up to this many tokens, kTiled above
-    bool chunked_matvec = true;       // Q4_0 / Q8_0: the 8-block chunk kernel where rows allow it
-    uint32_t chunked_rows_per_thread = 2;
+    uint32_t matvec_workgroup = 128;     // threads per matrix-vector workgroup (a power of two)
+    uint32_t matvec_rows = 2;            // F32 / F16 / BF16: weight rows per matrix-vector workgroup
+    uint32_t matvec_q_rows = 16;         // Q4_0 / Q8_0: weight rows per matrix-vector workgroup
+    uint32_t matvec_subgroup_rows = 2;   // Q4_0 / Q8_0: rows a subgroup computes together
+    int64_t matvec_max_tokens = 8;       // kAuto: kMatvec up to this many tokens, kTiled above
   };
 
   MatmulKernels(Device& device, PipelineCache& pipelines);
@@ -105,8 +94,6 @@ class MatmulKernels {
   void record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids,
               int64_t n_out, VkDeviceAddress out, int64_t out_stride, MatmulKernel kernel);
   const ComputePipeline& matvec_pipeline(GgmlType type, uint32_t tokens_per_pass);
-  const ComputePipeline& chunked_matvec_pipeline(GgmlType type, uint32_t threads_per_row, uint32_t tokens_per_pass);
-  bool use_chunked_matvec(const DeviceMatrix& w, const PreparedActivations& x) const;
   const ComputePipeline& tiled_pipeline(GgmlType type);
 
   Device& device_;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "backend/backend_checks.h"
+#include "backend/vulkan/device_matrix.h"
 #include "core/error.h"
 #include "model/rope.h"
 
@@ -33,12 +34,12 @@ constexpr uint32_t kAttentionWorkgroup = 128;
 
 // Push constants, laid out as the shaders' std430 blocks (shaders/*.comp).
 struct EmbedPush {
-  uint64_t table, tokens, dst;
+  uint64_t table, scales, tokens, dst;
   uint32_t row_bytes, n_embd;
   float scale;
   uint32_t n_tokens;
 };
-static_assert(sizeof(EmbedPush) == 40);
+static_assert(sizeof(EmbedPush) == 48);
 
 struct NormPush {
   uint64_t x, weight, dst, residual;
@@ -140,23 +141,25 @@ std::string type_suffix(GgmlType type) {
 
 // The matrix kernels' shape for this device. A CPU driver (lavapipe) pays per invocation, so its
 // matrix-vector workgroups are one subgroup wide and cover many rows (on a 128-wide embedding the
-// default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape). CHANNEL_VULKAN_MATVEC=threads,rows,rows_per_thread overrides the
-// matrix-vector shape, for tuning on a new device.
+// default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape).
+// CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows overrides the matrix-vector shape (threads
+// per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup), for tuning on a new device.
 MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   MatmulKernels::Options options;
   if (info.type == DeviceType::kCpu) {
     options.matvec_workgroup = std::max(8u, info.subgroup_size);
     options.matvec_rows = 64;
-    options.chunked_matvec = false;  // its wide per-thread chunks spill on a CPU: 60x slower there
+    options.matvec_q_rows = 64;
   }
   if (const char* shape = std::getenv("CHANNEL_VULKAN_MATVEC")) {
-    unsigned threads = 0, rows = 0, rows_per_thread = 0;
-    if (std::sscanf(shape, "%u,%u,%u", &threads, &rows, &rows_per_thread) != 3) {
-      fail("CHANNEL_VULKAN_MATVEC must be threads,rows,rows_per_thread (e.g. 128,2,2), not '{}'", shape);
+    unsigned threads = 0, rows = 0, subgroup_rows = 0;
+    if (std::sscanf(shape, "%u,%u,%u", &threads, &rows, &subgroup_rows) != 3) {
+      fail("CHANNEL_VULKAN_MATVEC must be threads,rows,subgroup_rows (e.g. 128,16,2), not '{}'", shape);
     }
     options.matvec_workgroup = threads;
     options.matvec_rows = rows;
-    options.chunked_rows_per_thread = rows_per_thread;
+    options.matvec_q_rows = rows;
+    options.matvec_subgroup_rows = subgroup_rows;
   }
   return options;
 }
@@ -224,11 +227,10 @@ std::string VulkanBackend::description() const {
 
 void VulkanBackend::upload_weights() {
   const ModelConfig& config = model_->config();
-  const auto upload_matrix = [this](const WeightMatrix& m) {
-    const uint64_t bytes = static_cast<uint64_t>(m.row_bytes) * static_cast<uint64_t>(m.rows);
-    Buffer& buffer = matrix_buffers_.emplace_back(*device_, bytes, MemoryUse::kDevice);
-    transfer_->upload(buffer, 0, m.data, bytes);
-    return DeviceMatrix{m.type, buffer.address(), m.rows, m.cols, m.row_bytes};
+  const auto upload = [this](const WeightMatrix& m) {
+    Buffer& buffer =
+        matrix_buffers_.emplace_back(*device_, device_matrix_bytes(m.type, m.rows, m.cols), MemoryUse::kDevice);
+    return upload_matrix(*transfer_, buffer, 0, m);
   };
 
   // Every f32 vector the shaders read (norm weights) in one buffer, each 16-byte aligned.
@@ -251,18 +253,18 @@ void VulkanBackend::upload_weights() {
   }
 
   matrix_buffers_.reserve(2 + 7 * model_->layers().size());
-  token_embd_ = upload_matrix(model_->token_embedding());
-  output_ = model_->output_tied() ? token_embd_ : upload_matrix(model_->output());
+  token_embd_ = upload(model_->token_embedding());
+  output_ = model_->output_tied() ? token_embd_ : upload(model_->output());
   for (int il = 0; il < config.n_layer; ++il) {
     const auto& w = model_->layers()[il];
     LayerWeights& d = layers_.emplace_back();
-    d.wq = upload_matrix(w.wq);
-    d.wk = upload_matrix(w.wk);
-    if (w.wv) d.wv = upload_matrix(*w.wv);
-    d.wo = upload_matrix(w.wo);
-    d.gate = upload_matrix(w.ffn_gate);
-    d.up = upload_matrix(w.ffn_up);
-    d.down = upload_matrix(w.ffn_down);
+    d.wq = upload(w.wq);
+    d.wk = upload(w.wk);
+    if (w.wv) d.wv = upload(*w.wv);
+    d.wo = upload(w.wo);
+    d.gate = upload(w.ffn_gate);
+    d.up = upload(w.ffn_up);
+    d.down = upload(w.ffn_down);
     d.attn_norm = vector_address(w.attn_norm);
     d.q_norm = vector_address(w.q_norm);
     d.k_norm = vector_address(w.k_norm);
@@ -505,6 +507,7 @@ void VulkanBackend::run_sequence_of_chunks(const std::vector<std::function<void(
 void VulkanBackend::record_embed(CommandSequence& seq, uint32_t n_tokens) {
   const ModelConfig& config = model_->config();
   const EmbedPush push{token_embd_.data,
+                       token_embd_.scales,
                        tokens_.address(),
                        x_.address(),
                        static_cast<uint32_t>(token_embd_.row_bytes),

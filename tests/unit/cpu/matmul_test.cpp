@@ -33,8 +33,6 @@ struct Shape {
 // the f32 vectors of any width.
 constexpr Shape kShapes[] = {{13, 256, 1}, {16, 96, 3}, {40, 64, 17}, {67, 64, 17}, {8, 200, 2}};
 
-bool is_quantized(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
-
 // A weight matrix and the bytes behind it.
 struct TestMatrix {
   std::vector<uint8_t> bytes;

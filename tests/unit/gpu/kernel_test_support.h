@@ -22,8 +22,6 @@ namespace channel::vulkan::testing {
 constexpr double kUnitRoundoff = 0x1p-24;  // f32
 constexpr uint32_t kPoison = 0x7fc00bad;     // a NaN no kernel writes (theirs is 0x7fc00000)
 
-inline bool is_quantized(GgmlType type) { return type == GgmlType::Q4_0 || type == GgmlType::Q8_0; }
-
 // Finite fp16 of magnitude 2^-5 .. 2^6, either sign.
 inline uint16_t random_f16(std::mt19937& rng) {
   const uint16_t sign = static_cast<uint16_t>(rng() & 1u) << 15;
@@ -122,26 +120,24 @@ inline double absolute_terms(const WeightMatrix& w, int64_t row, const float* x)
   return sum;
 }
 
-// Runs one matrix product on the device: uploads the matrix at `weight_offset` bytes into its
-// buffer and the activations, poisons the output, records prepare + matmul (or matmul_rows when
+// Runs one matrix product on the device: uploads the matrix in the device layout at
+// `weight_offset` bytes into its buffer and the activations, poisons the output, records prepare + matmul (or matmul_rows when
 // `rows` is given) and returns the [n_tokens][out_stride] output as computed.
 inline std::vector<float> run_gpu_matmul(GpuContext& gpu, MatmulKernels& kernels, const WeightMatrix& w,
                                          std::span<const float> x, int64_t n_tokens, MatmulKernel kernel,
                                          int64_t out_stride, const std::vector<int32_t>* rows = nullptr,
                                          uint64_t weight_offset = 0) {
   const int64_t n_out = rows ? static_cast<int64_t>(rows->size()) : w.rows;
-  const uint64_t weight_bytes = static_cast<uint64_t>(w.rows) * w.row_bytes;
-  Buffer weights(gpu.device, weight_offset + weight_bytes, MemoryUse::kDevice);
+  Buffer weights(gpu.device, weight_offset + device_matrix_bytes(w.type, w.rows, w.cols), MemoryUse::kDevice);
   Buffer input(gpu.device, x.size_bytes(), MemoryUse::kDevice);
   Buffer scratch(gpu.device, std::max<uint64_t>(16, MatmulKernels::scratch_bytes(w.type, n_tokens, w.cols)),
                  MemoryUse::kDevice);
   Buffer output(gpu.device, static_cast<uint64_t>(n_tokens * out_stride) * sizeof(float), MemoryUse::kDevice);
   Buffer row_ids(gpu.device, rows ? std::max<size_t>(4, rows->size() * 4) : 4, MemoryUse::kDevice);
-  gpu.transfer.upload(weights, weight_offset, w.data, weight_bytes);
   gpu.transfer.upload(input, 0, x.data(), x.size_bytes());
   if (rows) gpu.transfer.upload(row_ids, 0, rows->data(), rows->size() * 4);
 
-  const DeviceMatrix matrix{w.type, weights.address() + weight_offset, w.rows, w.cols, w.row_bytes};
+  const DeviceMatrix matrix = upload_matrix(gpu.transfer, weights, weight_offset, w);
   CommandSequence seq(gpu.device);
   seq.begin();
   seq.fill(output, 0, output.size(), kPoison);

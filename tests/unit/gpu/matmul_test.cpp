@@ -1,6 +1,6 @@
 // The Vulkan matrix kernels against the CPU backend's matmul (backend/cpu/matmul.h), for every
 // weight type, kernel (matrix-vector and tiled, each forced over all token counts) and, for
-// Q4_0 / Q8_0, the chunked matrix-vector kernel and all with and without integer dot product
+// Q4_0 / Q8_0, two matrix-vector shapes and all with and without integer dot product
 // instructions.
 //
 // Thresholds. Both backends form the same terms: Q4_0 / Q8_0 block sums are exact integers and
@@ -34,11 +34,11 @@ struct Shape {
   int64_t cols;
   int64_t max_tokens = 1 << 20;
 };
-// Rows not a multiple of the matrix-vector workgroup's 2 rows (67, 3, 33, 5) or of the tiled
-// kernel's 64 (all but 64); columns of one block up to 80 blocks (2560, Gemma 3 4B's width) and
-// 120 (3840, Gemma 3 12B's). The chunked kernel takes 2560 (10 chunks of 8 blocks: 16 threads per
-// row), 3840 (15) and 40960 (160 chunks: more than its 128 threads; with few tokens only, since
-// lavapipe runs the tiled kernel's 3 workgroups of that shape on 3 threads).
+// Rows not a multiple of the matrix-vector workgroups' rows (67, 3, 33, 5) or of the tiled
+// kernel's 64 (all but 64); columns of one block up to 80 blocks (2560, Gemma 3 4B's width), 120
+// (3840, Gemma 3 12B's) and 1280 (40960: many blocks per subgroup lane; with few tokens only,
+// since lavapipe runs the tiled kernel's 3 workgroups of that shape on 3 threads). Block counts
+// below, at and above a subgroup's lanes and its pairs of blocks (1, 2, 3, 36, 80, 120, 1280).
 constexpr Shape kShapes[] = {{67, 32}, {130, 64}, {3, 96}, {67, 1152}, {33, 2560}, {64, 3840}, {5, 40960, 7}};
 // One token (decode), small batches (matrix-vector token blocks of 2 and 8 with one unused),
 // whole and partial 64-token tiles.
@@ -53,15 +53,15 @@ double threshold(GgmlType type, int64_t cols) {
 
 struct Variant {
   MatmulKernel kernel;
-  bool chunked;  // kMatvec of Q4_0 / Q8_0: the chunked kernel where the rows allow it
+  bool odd_shape;  // Q4_0 / Q8_0 kMatvec: 3 rows per workgroup, 1 per subgroup (not the default 16 and 2)
   bool integer_dot;
   std::string name() const {
-    return std::string(kernel == MatmulKernel::kMatvec ? (chunked ? "chunked" : "matvec") : "tiled") +
+    return std::string(kernel == MatmulKernel::kMatvec ? (odd_shape ? "matvec3x1" : "matvec") : "tiled") +
            (integer_dot ? "+dot" : "");
   }
-  // Where the matrix starts in its buffer: 16-byte aligned for the chunked kernel, else only as
-  // aligned as the type needs (2 bytes, f32 4), which the other kernels must handle.
-  uint64_t weight_offset(GgmlType type) const { return chunked ? 16 : type == GgmlType::F32 ? 4 : 2; }
+  // Where the matrix starts in its buffer: not at the buffer's start, and only as aligned as the
+  // layout needs (split blocks 16 bytes, f16 / bf16 rows 2, f32 rows 4).
+  static uint64_t weight_offset(GgmlType type) { return is_quantized(type) ? 48 : type == GgmlType::F32 ? 4 : 2; }
 };
 
 std::vector<Variant> variants(GgmlType type, const Device& device) {
@@ -73,6 +73,15 @@ std::vector<Variant> variants(GgmlType type, const Device& device) {
     out.push_back({MatmulKernel::kTiled, false, dot});
   }
   return out;
+}
+
+MatmulKernels::Options options_of(const Variant& v) {
+  MatmulKernels::Options options{.integer_dot = v.integer_dot ? IntegerDot::kOn : IntegerDot::kOff};
+  if (v.odd_shape) {
+    options.matvec_q_rows = 3;
+    options.matvec_subgroup_rows = 1;
+  }
+  return options;
 }
 
 class VulkanMatmul : public ::testing::TestWithParam<GgmlType> {};
@@ -87,15 +96,10 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanMatmul,
 TEST_P(VulkanMatmul, MatchesCpuBackend) {
   CHANNEL_GPU_CONTEXT(gpu);
   const GgmlType type = GetParam();
-  std::map<std::pair<bool, bool>, std::unique_ptr<MatmulKernels>> kernels;  // by (chunked, integer dot)
+  std::map<std::pair<bool, bool>, std::unique_ptr<MatmulKernels>> kernels;  // by (odd shape, integer dot)
   for (const Variant& v : variants(type, gpu->device)) {
-    auto& k = kernels[{v.chunked, v.integer_dot}];
-    if (!k) {
-      k = std::make_unique<MatmulKernels>(
-          gpu->device, gpu->pipelines,
-          MatmulKernels::Options{.integer_dot = v.integer_dot ? IntegerDot::kOn : IntegerDot::kOff,
-                                 .chunked_matvec = v.chunked});
-    }
+    auto& k = kernels[{v.odd_shape, v.integer_dot}];
+    if (!k) k = std::make_unique<MatmulKernels>(gpu->device, gpu->pipelines, options_of(v));
   }
   std::map<std::string, double> worst, worst_scaled;
   std::map<std::string, int64_t> identical, total;
@@ -118,8 +122,8 @@ TEST_P(VulkanMatmul, MatchesCpuBackend) {
         SCOPED_TRACE(::testing::Message() << ggml_type_traits(type).name << " " << shape.rows << "x" << shape.cols
                                           << ", " << n_tokens << " tokens, " << v.name());
         const int64_t stride = shape.rows + kOutputGap;
-        const std::vector<float> got = run_gpu_matmul(*gpu, *kernels[{v.chunked, v.integer_dot}], m.w, x, n_tokens,
-                                                      v.kernel, stride, nullptr, v.weight_offset(type));
+        const std::vector<float> got = run_gpu_matmul(*gpu, *kernels[{v.odd_shape, v.integer_dot}], m.w, x, n_tokens,
+                                                      v.kernel, stride, nullptr, Variant::weight_offset(type));
         int failures = 0;
         for (int64_t t = 0; t < n_tokens; ++t) {
           for (int64_t r = 0; r < shape.rows; ++r) {
@@ -157,7 +161,7 @@ TEST_P(VulkanMatmul, MatchesCpuBackend) {
 TEST_P(VulkanMatmul, RowSubsetMatchesFullProductAndCpu) {
   CHANNEL_GPU_CONTEXT(gpu);
   const GgmlType type = GetParam();
-  MatmulKernels kernels(gpu->device, gpu->pipelines);  // chunked matrix-vector kernel for Q4_0 / Q8_0
+  MatmulKernels kernels(gpu->device, gpu->pipelines);
   std::mt19937 rng(99);
   const TestMatrix m = random_matrix(type, 300, 256, rng);
   const std::vector<int32_t> rows = {299, 0, 17, 17, 128, 5};
@@ -235,12 +239,11 @@ TEST(VulkanMatmulReplay, ReplayedSequenceUsesNewActivations) {
   const int64_t rows = 96, cols = 256, n_tokens = 5;
   const TestMatrix m = random_matrix(GgmlType::Q4_0, rows, cols, rng);
   MatmulKernels kernels(gpu->device, gpu->pipelines);
-  Buffer weights(gpu->device, m.bytes.size(), MemoryUse::kDevice);
+  Buffer weights(gpu->device, device_matrix_bytes(GgmlType::Q4_0, rows, cols), MemoryUse::kDevice);
   Buffer input(gpu->device, n_tokens * cols * 4, MemoryUse::kDevice);
   Buffer scratch(gpu->device, MatmulKernels::scratch_bytes(GgmlType::Q4_0, n_tokens, cols), MemoryUse::kDevice);
   Buffer output(gpu->device, n_tokens * rows * 4, MemoryUse::kDevice);
-  gpu->transfer.upload(weights, 0, m.bytes.data(), m.bytes.size());
-  const DeviceMatrix matrix{GgmlType::Q4_0, weights.address(), rows, cols, m.w.row_bytes};
+  const DeviceMatrix matrix = upload_matrix(gpu->transfer, weights, 0, m.w);
   CommandSequence seq(gpu->device);
   seq.begin();
   seq.fill(output, 0, output.size(), kPoison);
@@ -271,11 +274,21 @@ TEST(VulkanMatmulChecks, RefusesMismatchedInputs) {
   EXPECT_THROW(kernels.record_prepare(seq, GgmlType::Q4_0, buffer.address(), 1, 48, 48, buffer.address()), Error);
   const PreparedActivations f16 =
       kernels.record_prepare(seq, GgmlType::F16, buffer.address(), 1, 64, 64, buffer.address());
-  const DeviceMatrix q4{GgmlType::Q4_0, buffer.address(), 4, 64, ggml_row_bytes(GgmlType::Q4_0, 64)};
+  const uint64_t q4_row = device_row_bytes(GgmlType::Q4_0, 64);
+  const DeviceMatrix q4{GgmlType::Q4_0, buffer.address(), buffer.address() + 4 * q4_row, 4, 64, q4_row};
   EXPECT_THROW(kernels.record_matmul(seq, q4, f16, buffer.address(), 4), Error);  // prepared for another type
-  const DeviceMatrix f16_matrix{GgmlType::F16, buffer.address(), 4, 64, 100};
+  const PreparedActivations q8 =
+      kernels.record_prepare(seq, GgmlType::Q4_0, buffer.address(), 1, 64, 64, buffer.address());
+  const DeviceMatrix q4_gguf_rows{GgmlType::Q4_0, buffer.address(), buffer.address() + 4 * 36, 4, 64,
+                                  ggml_row_bytes(GgmlType::Q4_0, 64)};
+  EXPECT_THROW(kernels.record_matmul(seq, q4_gguf_rows, q8, buffer.address(), 4), Error);  // GGUF rows, not split
+  const DeviceMatrix q4_no_scales{GgmlType::Q4_0, buffer.address(), 0, 4, 64, q4_row};
+  EXPECT_THROW(kernels.record_matmul(seq, q4_no_scales, q8, buffer.address(), 4), Error);
+  const DeviceMatrix q4_misaligned{GgmlType::Q4_0, buffer.address() + 2, buffer.address() + 4 * q4_row, 4, 64, q4_row};
+  EXPECT_THROW(kernels.record_matmul(seq, q4_misaligned, q8, buffer.address(), 4), Error);  // quants need 16 bytes
+  const DeviceMatrix f16_matrix{GgmlType::F16, buffer.address(), 0, 4, 64, 100};
   EXPECT_THROW(kernels.record_matmul(seq, f16_matrix, f16, buffer.address(), 4), Error);  // wrong row_bytes
-  const DeviceMatrix good{GgmlType::F16, buffer.address(), 4, 64, 128};
+  const DeviceMatrix good{GgmlType::F16, buffer.address(), 0, 4, 64, 128};
   EXPECT_THROW(kernels.record_matmul(seq, good, f16, buffer.address() + 2, 4), Error);  // misaligned output
   EXPECT_THROW(kernels.record_matmul(seq, good, f16, buffer.address(), 3), Error);      // stride below rows
   seq.end();

@@ -96,7 +96,7 @@ TEST_P(VulkanForward, LogitsMatchTheCpuBackend) {
   o.seed = 11;
   const auto model = Model::load(testing::synthesize(dir, o, "m.gguf"));
   const int n_vocab = model->config().n_vocab;
-  const bool quantized = g.type == GgmlType::Q4_0 || g.type == GgmlType::Q8_0;
+  const bool quantized = is_quantized(g.type);
   const double limit = quantized ? 2e-2 : 5e-3;
 
   VULKAN_BACKEND_OR_SKIP(gpu, model);

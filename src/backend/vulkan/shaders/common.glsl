@@ -10,14 +10,16 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
-// Typed views of memory. GGUF rows of Q4_0 / Q8_0 blocks (18 / 34 bytes) and of f16 / bf16
-// values are only 2-byte aligned, so they are read as 16-bit words (16-bit storage); f32 and
-// packed int8 data is 4-byte aligned.
+// Typed views of memory. Rows of f16 / bf16 values and the f16 scales of quantized blocks are
+// only 2-byte aligned, so they are read as 16-bit words (16-bit storage); f32 and packed int8
+// data is 4-byte aligned.
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32Ptr { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32Ptr { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32Ptr { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16Ptr { uint16_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16Ptr { float16_t v[]; };
+// 16-byte loads: split quantized blocks (device_matrix.h) and packed int8 activations.
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer U128Ptr { uvec4 v[]; };
 
 // The value written for outputs that have none (a row id out of range).
 float nan_value() { return uintBitsToFloat(0x7fc00000u); }

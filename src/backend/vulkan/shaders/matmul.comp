@@ -80,12 +80,13 @@ void main() {
   const uint slot = loads_weights ? id : id - BM * BK_BLOCKS;
   const uint load_line = slot / BK_BLOCKS, load_block = slot % BK_BLOCKS;
   bool load_valid = false;
-  uint64_t load_row = 0;
+  uint64_t load_quants = 0, load_scales = 0;
   if (loads_weights) {
     bool id_valid = false;
     const uint row = row0 + load_line < p.n_out ? weight_row(row0 + load_line, id_valid) : 0u;
     load_valid = row0 + load_line < p.n_out && id_valid;
-    load_row = weight_row_address(row);
+    load_quants = weight_row_address(row);
+    load_scales = weight_scales_address(row);
   } else {
     load_valid = tok0 + load_line < p.n_tokens;
   }
@@ -96,7 +97,7 @@ void main() {
     uint q[8];
     float d = 0.0;
     if (load_valid && b < n_blocks) {
-      d = loads_weights ? load_weight_block(load_row, b, q) : load_activation_block(tok0 + load_line, b, q);
+      d = loads_weights ? load_weight_block(load_quants, load_scales, b, q) : load_activation_block(tok0 + load_line, b, q);
     } else {
       for (uint j = 0; j < 8; ++j) q[j] = 0u;
     }

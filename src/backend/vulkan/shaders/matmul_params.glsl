@@ -6,7 +6,8 @@
 //   Q8_0 (Q4_0 / Q8_0 weights): int8 values packed 4 per uint at x + t * x_stride bytes, and
 //                               their f32 block scales at x_scales + t * (x_stride / 32) floats.
 layout(push_constant, std430) uniform MatmulParams {
-  uint64_t w;         // first byte of weight row 0 (GGUF layout)
+  uint64_t w;         // weight row 0 (float types: GGUF rows; Q4_0 / Q8_0: the split blocks' quants)
+  uint64_t w_scales;  // Q4_0 / Q8_0: the split blocks' f16 scales (device_matrix.h), else unused
   uint64_t x;         // prepared activations
   uint64_t x_scales;  // Q8_0 activation scales, else unused
   uint64_t dst;       // f32 results
@@ -30,3 +31,5 @@ uint weight_row(uint i, out bool valid) {
 }
 
 uint64_t weight_row_address(uint row) { return p.w + uint64_t(row) * uint64_t(p.w_row_bytes); }
+// Q4_0 / Q8_0: the f16 scales of a weight row.
+uint64_t weight_scales_address(uint row) { return p.w_scales + uint64_t(row) * uint64_t(p.cols / 32u) * 2u; }

@@ -1,20 +1,15 @@
 #version 460
-// Matrix times a few activation vectors (decode: n_tokens = 1; small batches up to a few
-// tokens): memory-bound, so each workgroup streams ROWS weight rows once and applies them to
-// TOKENS tokens at a time, its threads striding over the row (one Q4_0 / Q8_0 block, or one
-// f32 / f16 / bf16 value, per thread and step: consecutive threads read consecutive memory).
+// F32 / F16 / BF16 matrix times a few activation vectors (decode: n_tokens = 1; small batches
+// up to a few tokens; Q4_0 / Q8_0 have matvec_q.comp): memory-bound, so each workgroup streams
+// ROWS weight rows once and applies them to TOKENS tokens at a time, its threads striding over
+// the row (one value per thread and step: consecutive threads read consecutive memory).
 // Per-thread partial sums are reduced with subgroupAdd and then across subgroups through shared
 // memory, which works for any subgroup size (lavapipe 8, NVIDIA 32, AMD 64, Intel 8-32).
 //
-// Defines: TYPE_F32 | TYPE_F16 | TYPE_BF16 | TYPE_Q8_0 | TYPE_Q4_0, and USE_INTEGER_DOT for the
-// quantized types. Specialization constants: 0 workgroup size, 1 ROWS, 2 TOKENS, 3 MAX_SUBGROUPS
-// (workgroup size / the device's smallest subgroup size, rounded up).
+// Defines: TYPE_F32 | TYPE_F16 | TYPE_BF16. Specialization constants: 0 workgroup size, 1 ROWS,
+// 2 TOKENS, 3 MAX_SUBGROUPS (workgroup size / the device's smallest subgroup size, rounded up).
 #include "common.glsl"
 #include "matmul_params.glsl"
-#if defined(TYPE_Q4_0) || defined(TYPE_Q8_0)
-#define QUANTIZED 1
-#include "quant.glsl"
-#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 2;
@@ -23,7 +18,6 @@ layout(constant_id = 3) const uint MAX_SUBGROUPS = 32;
 
 shared float partial[MAX_SUBGROUPS * ROWS * TOKENS];
 
-#ifndef QUANTIZED
 // Value c of the weight row at `row`, and of token t's prepared activations, as exact f32.
 float weight_value(uint64_t row, uint c) {
 #if defined(TYPE_F32)
@@ -45,7 +39,6 @@ float activation_value(uint t, uint c) {
   return bf16_bits_to_f32(uint(U16Ptr(p.x + index * 2u).v[0]));
 #endif
 }
-#endif
 
 void main() {
   const uint first = flat_workgroup_index() * ROWS;
@@ -66,27 +59,6 @@ void main() {
     for (uint r = 0; r < ROWS; ++r)
       for (uint t = 0; t < TOKENS; ++t) acc[r][t] = 0.0;
 
-#ifdef QUANTIZED
-    const uint n_blocks = p.cols / 32u;
-    for (uint b = lane; b < n_blocks; b += gl_WorkGroupSize.x) {
-      uint xq[TOKENS][8];
-      float xd[TOKENS];
-      for (uint t = 0; t < TOKENS; ++t) {
-        if (t0 + t < p.n_tokens) {
-          xd[t] = load_activation_block(t0 + t, b, xq[t]);
-        } else {
-          xd[t] = 0.0;
-          for (uint j = 0; j < 8; ++j) xq[t][j] = 0u;
-        }
-      }
-      for (uint r = 0; r < ROWS; ++r) {
-        if (!valid[r]) continue;
-        uint wq[8];
-        const float wd = load_weight_block(rows[r], b, wq);
-        for (uint t = 0; t < TOKENS; ++t) acc[r][t] = fma(float(block_dot(wq, xq[t])), wd * xd[t], acc[r][t]);
-      }
-    }
-#else
     for (uint c = lane; c < p.cols; c += gl_WorkGroupSize.x) {
       float xv[TOKENS];
       for (uint t = 0; t < TOKENS; ++t) xv[t] = t0 + t < p.n_tokens ? activation_value(t0 + t, c) : 0.0;
@@ -96,7 +68,6 @@ void main() {
         for (uint t = 0; t < TOKENS; ++t) acc[r][t] = fma(wv, xv[t], acc[r][t]);
       }
     }
-#endif
 
     // Reduce every (row, token) over the workgroup: within each subgroup, then over subgroups
     // in subgroup order (deterministic for a given device).

@@ -21,10 +21,11 @@ int dot4(uint a, uint b) {
 }
 #endif
 
+// Weight blocks are in the split layout (device_matrix.h): quants and f16 scales in two arrays.
 #if defined(TYPE_Q4_0)
-const uint kBlockBytes = 18;  // fp16 d, 16 bytes: byte i = element i (low nibble), i + 16 (high)
+const uint kQuantVectors = 1;  // 16 bytes: byte i = element i (low nibble), i + 16 (high)
 #elif defined(TYPE_Q8_0)
-const uint kBlockBytes = 34;  // fp16 d, 32 int8
+const uint kQuantVectors = 2;  // 32 int8
 #endif
 
 // Four nibbles (one per byte, 0..15) to the packed int8 values nibble - 8: n ^ 8 is n - 8 as a
@@ -35,27 +36,41 @@ uint nibbles_to_int8(uint n) {
   return v | ((v & 0x08080808u) * 0x1eu);
 }
 
-// Block b of the row at `row`: its 32 values as 8 words of packed int8, and its scale d.
-float load_weight_block(uint64_t row, uint b, out uint q[8]) {
-  U16Ptr block = U16Ptr(row + uint64_t(b) * kBlockBytes);
+// The f16 scale of block b of a row whose scales start at `scales`.
+float load_weight_scale(uint64_t scales, uint b) {
   // unpackHalf2x16 is the hardware f16 decode, exact for every finite f16 value.
-  const float d = unpackHalf2x16(uint(block.v[0])).x;
-#if defined(TYPE_Q4_0)
-  for (uint j = 0; j < 4; ++j) {
-    const uint bytes = uint(block.v[1 + 2 * j]) | (uint(block.v[2 + 2 * j]) << 16);  // qs[4j .. 4j+3]
-    q[j] = nibbles_to_int8(bytes & 0x0f0f0f0fu);             // elements 4j .. 4j+3
-    q[j + 4] = nibbles_to_int8((bytes >> 4) & 0x0f0f0f0fu);  // elements 16+4j .. 16+4j+3
-  }
-#else
-  for (uint j = 0; j < 8; ++j) q[j] = uint(block.v[1 + 2 * j]) | (uint(block.v[2 + 2 * j]) << 16);
-#endif
-  return d;
+  return unpackHalf2x16(uint(U16Ptr(scales).v[b])).x;
 }
 
-// Token t's activation block b: 8 words of packed int8 and the f32 scale.
+// Block b of the row whose quants start at `quants` and scales at `scales`: its 32 values as 8
+// words of packed int8, and its scale d.
+float load_weight_block(uint64_t quants, uint64_t scales, uint b, out uint q[8]) {
+  U128Ptr block = U128Ptr(quants + uint64_t(b) * (16u * kQuantVectors));
+#if defined(TYPE_Q4_0)
+  const uvec4 bytes = block.v[0];  // qs[0..15], 4 per word
+  for (uint j = 0; j < 4; ++j) {
+    q[j] = nibbles_to_int8(bytes[j] & 0x0f0f0f0fu);             // elements 4j .. 4j+3
+    q[j + 4] = nibbles_to_int8((bytes[j] >> 4) & 0x0f0f0f0fu);  // elements 16+4j .. 16+4j+3
+  }
+#else
+  const uvec4 lo = block.v[0], hi = block.v[1];
+  for (uint j = 0; j < 4; ++j) {
+    q[j] = lo[j];
+    q[j + 4] = hi[j];
+  }
+#endif
+  return load_weight_scale(scales, b);
+}
+
+// Token t's activation block b: 8 words of packed int8 and the f32 scale (prepared activations
+// start 16-byte aligned and their stride is a multiple of 32 bytes).
 float load_activation_block(uint t, uint b, out uint q[8]) {
-  U32Ptr words = U32Ptr(p.x + uint64_t(t) * p.x_stride + uint64_t(b) * 32u);
-  for (uint j = 0; j < 8; ++j) q[j] = words.v[j];
+  U128Ptr words = U128Ptr(p.x + uint64_t(t) * p.x_stride + uint64_t(b) * 32u);
+  const uvec4 lo = words.v[0], hi = words.v[1];
+  for (uint j = 0; j < 4; ++j) {
+    q[j] = lo[j];
+    q[j + 4] = hi[j];
+  }
   return F32Ptr(p.x_scales + (uint64_t(t) * (p.x_stride / 32u) + b) * 4u).v[0];
 }
 

@@ -1,0 +1,128 @@
+#version 460
+// Q4_0 / Q8_0 matrix times a few activation vectors (decode: 1 token; small batches), with the
+// weights in the split-block layout (device_matrix.h). Memory-bound: the aim is to stream the
+// quants at the memory's bandwidth, so
+//   - a subgroup computes ROWS rows together, its lanes striding over the blocks of the rows:
+//     lane l reads block l, l + subgroup size, ... (one or two aligned 16-byte loads each), so a
+//     subgroup's loads cover consecutive memory;
+//   - each lane issues the loads of two blocks before using either (more bytes in flight);
+//   - partial sums are added with one subgroupAdd per output: no shared memory, no barrier;
+//   - Q4_0 nibbles (0..15) are multiplied as they are and the offset of 8 taken out once per
+//     block: sum((n - 8) x) = sum(n x) - 8 sum(x), exact in int32, the sums of x shared by the rows.
+// Block sums are exact int32 as in the CPU backend; f32 adds happen in lane order and then in the
+// subgroup reduction's order (the only difference from the CPU).
+//
+// A workgroup covers ROWS_PER_WORKGROUP consecutive rows; its subgroups take groups of ROWS rows
+// in turn, so every row is computed whatever subgroup size the device uses.
+//
+// Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT. Specialization constants: 0 workgroup size,
+// 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS.
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "matmul_params.glsl"
+#include "quant.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ROWS_PER_WORKGROUP = 8;
+layout(constant_id = 2) const uint ROWS = 2;
+layout(constant_id = 3) const uint TOKENS = 1;
+
+// Token t's block b: packed int8 in x, the scale, and (Q4_0) the sum of its 32 values.
+struct ActivationBlock {
+  uint q[8];
+  float d;
+  int sum;
+};
+
+ActivationBlock activation_block(uint t, uint b) {
+  ActivationBlock a;
+  a.d = load_activation_block(t, b, a.q);
+  a.sum = 0;
+#if defined(TYPE_Q4_0)
+  for (uint j = 0; j < 8; ++j) a.sum += dot4(a.q[j], 0x01010101u);
+#endif
+  return a;
+}
+
+// Exact int32 dot product of a weight block's quants (as loaded) with an activation block.
+int quant_dot(const uvec4 lo, const uvec4 hi, const ActivationBlock a) {
+  int sum = 0;
+#if defined(TYPE_Q4_0)
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    sum += dot4(lo[j] & 0x0f0f0f0fu, a.q[j]);
+    sum += dot4((lo[j] >> 4) & 0x0f0f0f0fu, a.q[j + 4]);
+  }
+  return sum - 8 * a.sum;
+#else
+  [[unroll]] for (uint j = 0; j < 4; ++j) sum += dot4(lo[j], a.q[j]) + dot4(hi[j], a.q[j + 4]);
+  return sum;
+#endif
+}
+
+void main() {
+  const uint first = flat_workgroup_index() * ROWS_PER_WORKGROUP;
+  if (first >= p.n_out) return;
+  const uint end = min(first + ROWS_PER_WORKGROUP, p.n_out);
+  const uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
+  const uint n_blocks = p.cols / 32u;
+
+  for (uint row0 = first + gl_SubgroupID * ROWS; row0 < end; row0 += gl_NumSubgroups * ROWS) {
+    uint64_t quants[ROWS], scales[ROWS];
+    bool valid[ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+      bool id_valid = false;
+      const uint row = row0 + r < end ? weight_row(row0 + r, id_valid) : 0u;
+      valid[r] = row0 + r < end && id_valid;
+      quants[r] = weight_row_address(row);
+      scales[r] = weight_scales_address(row);
+    }
+
+    for (uint t0 = 0; t0 < p.n_tokens; t0 += TOKENS) {
+      float acc[ROWS][TOKENS];
+      [[unroll]] for (uint r = 0; r < ROWS; ++r)
+        [[unroll]] for (uint t = 0; t < TOKENS; ++t) acc[r][t] = 0.0;
+
+      for (uint b0 = lane; b0 < n_blocks; b0 += 2u * width) {
+        // The weight loads of both blocks first, then the arithmetic.
+        const uint b1 = b0 + width;
+        const bool has1 = b1 < n_blocks;
+        uvec4 w[2][ROWS][2];
+        float wd[2][ROWS];
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+          if (!valid[r]) continue;
+          U128Ptr q0 = U128Ptr(quants[r] + uint64_t(b0) * (16u * kQuantVectors));
+          w[0][r][0] = q0.v[0];
+          w[0][r][1] = kQuantVectors == 2u ? q0.v[1] : uvec4(0u);
+          wd[0][r] = load_weight_scale(scales[r], b0);
+          if (has1) {
+            U128Ptr q1 = U128Ptr(quants[r] + uint64_t(b1) * (16u * kQuantVectors));
+            w[1][r][0] = q1.v[0];
+            w[1][r][1] = kQuantVectors == 2u ? q1.v[1] : uvec4(0u);
+            wd[1][r] = load_weight_scale(scales[r], b1);
+          }
+        }
+        [[unroll]] for (uint k = 0; k < 2; ++k) {
+          if (k == 1u && !has1) break;
+          const uint b = k == 0u ? b0 : b1;
+          [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
+            if (t0 + t >= p.n_tokens) break;
+            const ActivationBlock a = activation_block(t0 + t, b);
+            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+              if (!valid[r]) continue;
+              acc[r][t] = fma(float(quant_dot(w[k][r][0], w[k][r][1], a)), wd[k][r] * a.d, acc[r][t]);
+            }
+          }
+        }
+      }
+
+      [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
+          const float sum = subgroupAdd(acc[r][t]);
+          if (subgroupElect() && row0 + r < end && t0 + t < p.n_tokens) {
+            F32Ptr(p.dst + (uint64_t(t0 + t) * p.dst_stride + row0 + r) * 4u).v[0] = valid[r] ? sum : nan_value();
+          }
+        }
+      }
+    }
+  }
+}
