@@ -293,6 +293,8 @@ void VulkanBackend::allocate_state() {
   size_t max_kv_width = 0, max_q_width = 0, max_ff = 0;
   for (int il = 0; il < config.n_layer; ++il) {
     const LayerConfig& lc = config.layers[il];
+    // attention_rows.comp gives each invocation pairs of head dims.
+    if (lc.head_dim % 2 != 0) fail("Vulkan: layer {} has an odd head size ({}); the CPU backend runs it", il, lc.head_dim);
     const size_t width = kv_width(lc);
     max_kv_width = std::max(max_kv_width, width);
     max_q_width = std::max(max_q_width, static_cast<size_t>(lc.n_head) * lc.head_dim);
@@ -372,6 +374,10 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
   }
   if (shader == "attention") {
     const uint32_t spec[] = {kAttentionWorkgroup, kAttentionWorkgroup, max_head_dim, kKvSlots};
+    return pipelines_->get(shader, spec);
+  }
+  if (shader == "attention_rows") {
+    const uint32_t spec[] = {kAttentionWorkgroup, max_head_dim + max_head_dim % 2};
     return pipelines_->get(shader, spec);
   }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};
@@ -596,7 +602,8 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                                 partials_.address()};
   const bool split = scheme.scheme == 1;
   // Split-KV: a workgroup per (head, chunk), then the chunks merged per head.
-  seq.dispatch_groups(pipeline("attention"), attention, uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1));
+  seq.dispatch_groups(pipeline(scheme.scheme == 2 ? "attention" : "attention_rows"), attention,
+                      uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1));
   seq.barrier();
   if (split) {
     const CombinePush combine{partials_.address(), attn_.address(), static_cast<uint32_t>(lc.n_head), scheme.n_chunks,

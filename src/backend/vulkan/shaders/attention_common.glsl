@@ -1,0 +1,51 @@
+// Shared by the attention shaders (attention_rows.comp: decode and small batches;
+// attention.comp: tiled prefill): their push constants and the pieces of llama.cpp's CPU
+// arithmetic both reproduce (backend/cpu/attention_reference.cpp).
+#extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
+
+layout(push_constant, std430) uniform AttentionParams {
+  uint64_t q;               // f32 [n_tokens][n_head * head_dim]
+  uint64_t k_cache;         // f16 [slots][n_head_kv * head_dim]
+  uint64_t v_cache;
+  uint64_t view;            // uint32 [n_view]: slots to read, chronological
+  uint64_t slot_positions;  // int32 per physical slot: RoPE position of its key, -1 if empty
+  uint64_t positions;       // int32 per token
+  uint64_t dst;             // f32 [n_tokens][n_head * head_dim]
+  uint n_view;
+  uint head_dim;
+  uint n_head;
+  uint n_head_kv;
+  int sliding_window;       // 0: global layer
+  uint n_tokens;
+  uint scheme;              // 0 one-row, 1 split-KV, 2 tiled
+  int first_cell;           // llama.cpp's cell of the first listed key (its position on a fresh stream)
+  uint n_chunks;            // split-KV: chunks (llama.cpp's thread count)
+  uint chunk_cells;         // split-KV: cells per chunk
+  uint64_t partials;        // split-KV: f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
+} p;
+
+#define kMinusInfinity uintBitsToFloat(0xff800000u)
+
+float round_to_f16(float x) { return f16_bits_to_f32(f32_to_f16_bits(x)); }
+
+// _mm512_reduce_add_ps as GCC compiles it: halves added, 8, 4, 2, 1 lanes.
+float reduce16(float x[16]) {
+  float a8[8], a4[4];
+  for (uint l = 0; l < 8; ++l) a8[l] = x[l] + x[l + 8];
+  for (uint l = 0; l < 4; ++l) a4[l] = a8[l] + a8[l + 4];
+  precise float r = (a4[0] + a4[2]) + (a4[1] + a4[3]);
+  return r;
+}
+
+uint kv_row_offset(uint slot, uint kv_head) { return (slot * p.n_head_kv + kv_head) * p.head_dim; }
+
+// Listed key j: its slot, and whether token t (at `position`, seeing positions from
+// `min_position`) attends to it.
+bool visible_key(uint j, int position, int min_position, out uint slot) {
+  slot = U32Ptr(p.view).v[j];
+  const int key_position = I32Ptr(p.slot_positions).v[slot];
+  return key_position >= 0 && key_position >= min_position && key_position <= position;
+}
+
+// Lowest position a token at `position` sees (sliding layers: its window).
+int min_visible_position(int position) { return p.sliding_window > 0 ? position - p.sliding_window + 1 : 0; }
