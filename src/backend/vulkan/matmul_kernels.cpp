@@ -118,6 +118,19 @@ void MatmulKernels::create_pipelines(int64_t max_tokens) {
   pipelines_.get("round_bf16");
 }
 
+PreparedActivations MatmulKernels::quantized_layout(GgmlType weight_type, int64_t n_tokens, int64_t cols,
+                                                    VkDeviceAddress scratch) {
+  if (!is_quantized(weight_type)) fail("internal: quantized_layout for {} weights", ggml_type_traits(weight_type).name);
+  PreparedActivations prepared;
+  prepared.weight_type = weight_type;
+  prepared.n_tokens = n_tokens;
+  prepared.cols = cols;
+  prepared.values = scratch;
+  prepared.scales = scratch + align16(static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(cols));
+  prepared.stride = cols;
+  return prepared;
+}
+
 PreparedActivations MatmulKernels::record_prepare(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
                                                   int64_t n_tokens, int64_t cols, int64_t x_stride,
                                                   VkDeviceAddress scratch) {
@@ -139,12 +152,12 @@ PreparedActivations MatmulKernels::record_prepare(CommandSequence& seq, GgmlType
     return prepared;
   }
   check_alignment(scratch, 16, "scratch");
+  if (is_quantized(weight_type)) prepared = quantized_layout(weight_type, n_tokens, cols, scratch);
   prepared.values = scratch;
   prepared.stride = cols;
   const uint64_t n = static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(cols);
   if (n == 0) return prepared;
   if (is_quantized(weight_type)) {
-    prepared.scales = scratch + align16(n);
     const QuantizePush push{x, prepared.values, prepared.scales, to_u32(n_tokens, "n_tokens"), to_u32(cols, "cols"),
                             to_u32(x_stride, "x_stride"), 0};
     to_u32(static_cast<int64_t>(n / kQuantBlock), "blocks");

@@ -70,6 +70,11 @@ class MatmulKernels {
   // Bytes of scratch record_prepare needs for this weight type (0 for F32).
   static uint64_t scratch_bytes(GgmlType weight_type, int64_t n_tokens, int64_t cols);
 
+  // Where record_prepare puts Q4_0 / Q8_0 activations of n_tokens x cols values in `scratch`:
+  // for kernels that write them directly (a norm or GEGLU fused with the quantization).
+  static PreparedActivations quantized_layout(GgmlType weight_type, int64_t n_tokens, int64_t cols,
+                                              VkDeviceAddress scratch);
+
   // Records the conversion of f32 activations x ([n_tokens][x_stride], 4-byte aligned) for
   // `weight_type`'s kernels into `scratch` (16-byte aligned, scratch_bytes() long; unused for
   // F32). Needs a barrier before the matrix kernels read the result.

@@ -49,6 +49,20 @@ struct NormPush {
 };
 static_assert(sizeof(NormPush) == 56);
 
+struct NormQuantizePush {
+  uint64_t x, weight, residual, next_weight, q, d;
+  uint32_t n;
+  float eps, out_scale;
+  uint32_t n_rows;
+};
+static_assert(sizeof(NormQuantizePush) == 64);
+
+struct GegluQuantizePush {
+  uint64_t gate, up, q, d;
+  uint32_t n, pad;
+};
+static_assert(sizeof(GegluQuantizePush) == 40);
+
 struct InputsPush {
   uint64_t q, k, v, q_norm, k_norm, rope, slots, k_cache, v_cache;
   uint32_t head_dim, n_head, n_head_kv, n_rot;
@@ -364,7 +378,7 @@ void VulkanBackend::allocate_state() {
 
 const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t extra) {
   const uint32_t max_head_dim = static_cast<uint32_t>(model_->config().max_head_dim());
-  if (shader == "rms_norm") {
+  if (shader == "rms_norm" || shader == "norm_quantize") {
     const uint32_t spec[] = {kNormWorkgroup, kNormWorkgroup};
     return pipelines_->get(shader, spec);
   }
@@ -532,6 +546,30 @@ void VulkanBackend::record_norm(CommandSequence& seq, VkDeviceAddress x, VkDevic
   seq.barrier();
 }
 
+PreparedActivations VulkanBackend::record_norm_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
+                                                     VkDeviceAddress weight, VkDeviceAddress residual,
+                                                     VkDeviceAddress next_weight, float out_scale, uint32_t rows) {
+  const uint32_t n = static_cast<uint32_t>(model_->config().n_embd);
+  if (is_quantized(weight_type)) {
+    const PreparedActivations prepared = MatmulKernels::quantized_layout(weight_type, rows, n, scratch_.address());
+    const NormQuantizePush push{x, weight, residual, next_weight, prepared.values, prepared.scales, n,
+                                model_->config().norm_eps, out_scale, rows};
+    seq.dispatch_groups(pipeline("norm_quantize"), push, rows);
+    seq.barrier();
+    return prepared;
+  }
+  if (residual != 0) {
+    record_norm(seq, x, weight, 0, residual, n, rows, out_scale);
+    record_norm(seq, residual, next_weight, normed_.address(), 0, n, rows, 1.0f);
+  } else {
+    record_norm(seq, x, weight, normed_.address(), 0, n, rows, 1.0f);
+  }
+  const PreparedActivations prepared =
+      matmul_->record_prepare(seq, weight_type, normed_.address(), rows, n, n, scratch_.address());
+  seq.barrier();
+  return prepared;
+}
+
 void VulkanBackend::record_layer(CommandSequence& seq, int il, uint32_t n_tokens) {
   record_attention(seq, il, n_tokens);
   record_ffn(seq, il, n_tokens);
@@ -545,10 +583,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   const uint32_t q_width = static_cast<uint32_t>(lc.n_head * lc.head_dim);
   const uint32_t width = static_cast<uint32_t>(kv_width(lc));
 
-  record_norm(seq, x_.address(), w.attn_norm, normed_.address(), 0, n_embd, n_tokens, 1.0f);
-  const PreparedActivations a =
-      matmul_->record_prepare(seq, w.wq.type, normed_.address(), n_tokens, n_embd, n_embd, scratch_.address());
-  seq.barrier();
+  const PreparedActivations a = record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens);
   matmul_->record_matmul(seq, w.wq, a, q_.address(), q_width);
   matmul_->record_matmul(seq, w.wk, a, k_.address(), width);
   // Gemma 4 layers without attn_v: V = K (the projection before K's norm and RoPE).
@@ -618,8 +653,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   seq.barrier();
   matmul_->record_matmul(seq, w.wo, o, proj_.address(), n_embd);
   seq.barrier();
-  record_norm(seq, proj_.address(), w.post_attn_norm, 0, x_.address(), n_embd, n_tokens, 1.0f);
-  mark(seq, "wo + post norm");
+  mark(seq, "wo");
 }
 
 void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) {
@@ -628,24 +662,39 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
   const uint32_t n_embd = static_cast<uint32_t>(config.n_embd);
   const uint32_t n_ff = static_cast<uint32_t>(config.layers[il].n_ff);
 
-  record_norm(seq, x_.address(), w.ffn_norm, normed_.address(), 0, n_embd, n_tokens, 1.0f);
-  const PreparedActivations a =
-      matmul_->record_prepare(seq, w.gate.type, normed_.address(), n_tokens, n_embd, n_embd, scratch_.address());
-  seq.barrier();
+  // The attention block's sandwich norm into the residual, then the FFN's input norm.
+  const PreparedActivations a = record_norm_input(seq, w.gate.type, proj_.address(), w.post_attn_norm, x_.address(),
+                                                  w.ffn_norm, 1.0f, n_tokens);
   matmul_->record_matmul(seq, w.gate, a, gate_.address(), n_ff);
   matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
   seq.barrier();
-  mark(seq, "ffn norm + gate/up");
-  const GegluPush geglu{gate_.address(), up_.address(), gate_.address(), n_tokens * n_ff, 0};
-  seq.dispatch_groups(pipeline("geglu"), geglu, groups_for(uint64_t{n_tokens} * n_ff, kElementWorkgroup));
-  seq.barrier();
-  const PreparedActivations d =
-      matmul_->record_prepare(seq, w.down.type, gate_.address(), n_tokens, n_ff, n_ff, scratch_.address());
-  seq.barrier();
+  mark(seq, "post-attn + ffn norm, gate/up");
+  const PreparedActivations d = record_geglu_input(seq, w.down.type, n_tokens, n_ff);
   matmul_->record_matmul(seq, w.down, d, proj_.address(), n_embd);
   seq.barrier();
   record_norm(seq, proj_.address(), w.post_ffn_norm, 0, x_.address(), n_embd, n_tokens, w.output_scale);
   mark(seq, "geglu + down + norm");
+}
+
+PreparedActivations VulkanBackend::record_geglu_input(CommandSequence& seq, GgmlType weight_type, uint32_t n_tokens,
+                                                      uint32_t n_ff) {
+  const uint64_t n = uint64_t{n_tokens} * n_ff;
+  if (is_quantized(weight_type)) {
+    const PreparedActivations prepared =
+        MatmulKernels::quantized_layout(weight_type, n_tokens, n_ff, scratch_.address());
+    const GegluQuantizePush push{gate_.address(), up_.address(), prepared.values, prepared.scales,
+                                 static_cast<uint32_t>(n), 0};
+    seq.dispatch_groups(pipeline("geglu_quantize"), push, groups_for(n / kQuantBlock, kElementWorkgroup));
+    seq.barrier();
+    return prepared;
+  }
+  const GegluPush geglu{gate_.address(), up_.address(), gate_.address(), static_cast<uint32_t>(n), 0};
+  seq.dispatch_groups(pipeline("geglu"), geglu, groups_for(n, kElementWorkgroup));
+  seq.barrier();
+  const PreparedActivations prepared =
+      matmul_->record_prepare(seq, weight_type, gate_.address(), n_tokens, n_ff, n_ff, scratch_.address());
+  seq.barrier();
+  return prepared;
 }
 
 void VulkanBackend::record_logits(CommandSequence& seq, uint32_t first_row, uint32_t n_rows, LogitsWanted wanted,

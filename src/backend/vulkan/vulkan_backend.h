@@ -75,6 +75,16 @@ class VulkanBackend final : public Backend {
   void record_ffn(CommandSequence& seq, int il, uint32_t n_tokens);
   void record_norm(CommandSequence& seq, VkDeviceAddress x, VkDeviceAddress weight, VkDeviceAddress dst,
                    VkDeviceAddress residual, uint32_t n, uint32_t rows, float out_scale);
+  // RMSNorm of `rows` embedding-wide rows of x by `weight`, prepared as the input of weight_type
+  // matrices; with a residual, first Gemma's sandwich norm (residual = (residual + norm(x) *
+  // weight) * out_scale) and then the norm of the new residual by next_weight. Q4_0 / Q8_0: one
+  // fused kernel writing the int8 activations. Ends with a barrier.
+  PreparedActivations record_norm_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
+                                        VkDeviceAddress weight, VkDeviceAddress residual, VkDeviceAddress next_weight,
+                                        float out_scale, uint32_t rows);
+  // GEGLU of gate_ and up_ ([n_tokens][n_ff]) prepared as the input of weight_type matrices (Q4_0 /
+  // Q8_0: one fused kernel). Ends with a barrier.
+  PreparedActivations record_geglu_input(CommandSequence& seq, GgmlType weight_type, uint32_t n_tokens, uint32_t n_ff);
   void record_logits(CommandSequence& seq, uint32_t first_row, uint32_t n_rows, LogitsWanted wanted,
                      uint32_t n_candidates);
   const ComputePipeline& pipeline(std::string_view shader, uint32_t extra = 0);
