@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine (device tool), from the repository root, with .devrun and .gl carried:
+# `channel bench --gpu` of two Channel binaries on one model file, in interleaved rounds, so that
+# a change is judged against its parent in the same call (the machine's state moves between
+# calls). .devrun/channel is the new binary, .devrun/channel_base the one to compare against
+# (bench/device/pack.sh, then copy the base build's channel there).
+# usage: [ROUNDS=2] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
+set -uo pipefail
+PRESET=${1:-gemma3-12b}
+GEN=${2:-64}
+R=$PWD
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+source "$R/bench/device/vulkan-env.sh"
+"$R/.devrun/channel" model synth --preset "$PRESET" --vocab "$R/.peer/vocab-gemma4.gguf" --out /tmp/ab-model.gguf 2>/dev/null
+for round in $(seq "${ROUNDS:-2}"); do
+  for binary in channel_base channel; do
+    echo "== round $round: $binary"
+    timeout 200 "$R/.devrun/$binary" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json 2>/dev/null |
+      grep -E "^(prefill|decode)" | tee -a "$OUT/ab-$binary.txt"
+  done
+done
