@@ -1,0 +1,90 @@
+// Session::probe (OP_PROBE_AUTONOMIC): a question put to the model in transient slots, answered
+// by one constrained step over candidates or by a few generated tokens, and rolled back exactly.
+#include <algorithm>
+#include <cmath>
+
+#include "core/elapsed.h"
+#include "core/error.h"
+#include "core/text.h"
+#include "engine/session.h"
+#include "engine/turn_grammar.h"
+
+namespace channel {
+
+ProbeResult Session::probe(std::string_view prompt, const std::vector<std::string>& candidates,
+                           uint16_t max_decode_tokens, SessionEvents& events) {
+  const auto start = SteadyClock::now();
+  ProbeFraming framing = ProbeFraming::Verbatim;
+  if (prompt.find("<|turn>") == std::string_view::npos && special_.has_thinking()) {
+    if (!turn_open_) {
+      framing = ProbeFraming::BetweenTurns;
+    } else if (in_thought_) {
+      framing = ProbeFraming::AfterThought;
+    }
+  }
+  const std::vector<int32_t> tokens = encode(render_probe(prompt, framing), /*bos_at_start=*/false);
+  std::vector<int32_t> candidate_tokens;
+  for (const std::string& candidate : candidates) {
+    const auto ids = encode(candidate, /*bos_at_start=*/false);
+    if (!ids.empty() && candidate_tokens.size() < 32) candidate_tokens.push_back(ids.front());
+  }
+  ProbeResult result;
+  if (tokens.empty()) return result;
+  if (tokens.size() + std::min<uint16_t>(max_decode_tokens, 16) > kv::kScratchSlots) {
+    fail("the probe needs {} tokens, more than the {} transient slots", tokens.size(), kv::kScratchSlots);
+  }
+
+  // Everything below is transient: the stream, the turn state and the last logits are
+  // restored exactly afterwards.
+  const Logits saved_logits = logits_;
+  const int64_t saved_clock = context_.begin_transient();
+  const bool discrete = max_decode_tokens <= 1 && !candidate_tokens.empty();
+  events.status(StatusReport{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())});
+  if (discrete) {
+    // Only the candidates' rows of the output projection are computed.
+    Logits candidate_logits;
+    context_.append(tokens, LogitsWanted::Candidates, candidate_logits, candidate_tokens);
+    const auto values = candidate_logits.row(0);
+    const float max_value = *std::max_element(values.begin(), values.end());
+    std::vector<double> p(values.size());
+    double total = 0.0;
+    for (size_t i = 0; i < values.size(); ++i) total += p[i] = std::exp(static_cast<double>(values[i]) - max_value);
+    size_t winner = 0;
+    double entropy = 0.0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      p[i] /= total;
+      if (p[i] > p[winner]) winner = i;
+      if (p[i] > 0.0) entropy -= p[i] * std::log(p[i]);
+    }
+    result.index = static_cast<uint16_t>(winner);
+    result.confidence = static_cast<float>(p[winner]);
+    result.entropy = static_cast<float>(entropy);
+  } else {
+    Logits logits;
+    context_.append(tokens, LogitsWanted::Last, logits);
+    const std::vector<int32_t> masked = turn_mask();
+    std::string text;
+    const SamplerOptions live = sampler_.options();
+    sampler_.set_options(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,
+                                        .min_p = live.min_p});  // the live sampler without penalties
+    for (int i = 0; i < std::min<int>(max_decode_tokens, 16); ++i) {
+      const int32_t token = sampler_.sample(logits.row(0), masked);
+      if (token == special_.turn_close || token == special_.channel_open || token == special_.channel_close ||
+          token == special_.newline || token == special_.paragraph || token == special_.eos) {
+        break;
+      }
+      text += tokenizer_.token_text(token);
+      if (text.size() >= 128 || i + 1 == std::min<int>(max_decode_tokens, 16)) break;
+      context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits);
+    }
+    sampler_.set_options(live);
+    text = std::string(trim(text, " \t\r\n\"'"));
+    result.text = std::string(trim(std::string_view(text).substr(0, text.find('\n')), " \t\r\n\"'"));
+  }
+  context_.rollback(saved_clock);
+  logits_ = saved_logits;
+  result.cost_ms = static_cast<float>(milliseconds_since(start));
+  return result;
+}
+
+}  // namespace channel
