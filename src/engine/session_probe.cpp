@@ -10,6 +10,15 @@
 #include "engine/turn_grammar.h"
 
 namespace channel {
+namespace {
+
+// The original's limits: candidates kept, tokens a generative probe decodes, bytes of its text
+// (its result buffer; a piece that would overflow it ends the text).
+constexpr size_t kMaxProbeCandidates = 32;
+constexpr int kMaxProbeDecodeTokens = 16;
+constexpr size_t kMaxProbeTextBytes = 128;
+
+}  // namespace
 
 ProbeResult Session::probe(std::string_view prompt, const std::vector<std::string>& candidates,
                            uint16_t max_decode_tokens, SessionEvents& events) {
@@ -26,19 +35,23 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
   std::vector<int32_t> candidate_tokens;
   for (const std::string& candidate : candidates) {
     const auto ids = encode(candidate, /*bos_at_start=*/false);
-    if (!ids.empty() && candidate_tokens.size() < 32) candidate_tokens.push_back(ids.front());
+    if (!ids.empty() && candidate_tokens.size() < kMaxProbeCandidates) candidate_tokens.push_back(ids.front());
   }
   ProbeResult result;
   if (tokens.empty()) return result;
-  if (tokens.size() + std::min<uint16_t>(max_decode_tokens, 16) > kv::kScratchSlots) {
-    fail("the probe needs {} tokens, more than the {} transient slots", tokens.size(), kv::kScratchSlots);
+  const bool discrete = max_decode_tokens <= 1 && !candidate_tokens.empty();
+  const int decode_tokens = std::min<int>(max_decode_tokens, kMaxProbeDecodeTokens);
+  // A generative probe feeds every token it decodes but the last.
+  const size_t generated_fed = discrete ? 0 : static_cast<size_t>(std::max(decode_tokens - 1, 0));
+  if (tokens.size() + generated_fed > kv::kScratchSlots) {
+    fail("the probe needs {} transient slots ({} prompt tokens and {} generated), more than the {} there are",
+         tokens.size() + generated_fed, tokens.size(), generated_fed, kv::kScratchSlots);
   }
 
   // Everything below is transient: the stream, the turn state and the last logits are
   // restored exactly afterwards.
   const Logits saved_logits = logits_;
   const int64_t saved_clock = context_.begin_transient();
-  const bool discrete = max_decode_tokens <= 1 && !candidate_tokens.empty();
   events.status(StatusReport{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())});
   if (discrete) {
     // Only the candidates' rows of the output projection are computed.
@@ -67,14 +80,16 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
     const SamplerOptions live = sampler_.options();
     sampler_.set_options(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,
                                         .min_p = live.min_p});  // the live sampler without penalties
-    for (int i = 0; i < std::min<int>(max_decode_tokens, 16); ++i) {
+    for (int i = 0; i < decode_tokens; ++i) {
       const int32_t token = sampler_.sample(logits.row(0), masked);
       if (token == special_.turn_close || token == special_.channel_open || token == special_.channel_close ||
           token == special_.newline || token == special_.paragraph || token == special_.eos) {
         break;
       }
-      text += tokenizer_.token_text(token);
-      if (text.size() >= 128 || i + 1 == std::min<int>(max_decode_tokens, 16)) break;
+      const std::string& piece = tokenizer_.token_text(token);
+      if (text.size() + piece.size() > kMaxProbeTextBytes) break;
+      text += piece;
+      if (i + 1 == decode_tokens) break;
       context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits);
     }
     sampler_.set_options(live);
