@@ -77,11 +77,16 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
     context_.append(tokens, LogitsWanted::Last, logits);
     const std::vector<int32_t> masked = turn_mask();
     std::string text;
-    const SamplerOptions live = sampler_.options();
-    sampler_.set_options(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,
-                                        .min_p = live.min_p});  // the live sampler without penalties
+    // The settings as they stand (an OP_SET_CONFIG applies from its own frame on, not from the
+    // next turn) without the penalties, drawing from a copy of the session's generator: the
+    // probe leaves the generator as it was, so the turns after it are the turns without it (the
+    // original's probes advance it).
+    const SamplerOptions& live = config_.sampler;
+    Sampler sampler(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,
+                                   .min_p = live.min_p});
+    sampler.set_generator(sampler_.generator());
     for (int i = 0; i < decode_tokens; ++i) {
-      const int32_t token = sampler_.sample(logits.row(0), masked);
+      const int32_t token = sampler.sample(logits.row(0), masked);
       if (token == special_.turn_close || token == special_.channel_open || token == special_.channel_close ||
           token == special_.newline || token == special_.paragraph || token == special_.eos) {
         break;
@@ -92,7 +97,6 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
       if (i + 1 == decode_tokens) break;
       context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits);
     }
-    sampler_.set_options(live);
     text = std::string(trim(text, " \t\r\n\"'"));
     result.text = std::string(trim(std::string_view(text).substr(0, text.find('\n')), " \t\r\n\"'"));
   }

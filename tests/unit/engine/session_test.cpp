@@ -166,6 +166,35 @@ TEST_F(SessionTest, ProbesLeaveNoTrace) {
   EXPECT_EQ(plain_events.tokens, probed_events.tokens);
 }
 
+TEST_F(SessionTest, GenerativeProbesLeaveTheSamplerAsItWas) {
+  // At a temperature above 0 the turns draw from the sampler's generator: a probe between two
+  // turns must not move it, so the second turn is the one without the probe.
+  auto plain = make_session(10, /*temperature=*/1.5f, /*seed=*/7);
+  auto probed = make_session(10, /*temperature=*/1.5f, /*seed=*/7);
+  Recorder plain_events, probed_events, probe_events;
+  plain->input_text("First question", 0, plain_events);
+  probed->input_text("First question", 0, probed_events);
+  probed->probe("Say something", {}, 8, probe_events);
+  probed->probe("Say something else", {}, 16, probe_events);
+  plain->input_text("Second question", 0, plain_events);
+  probed->input_text("Second question", 0, probed_events);
+  EXPECT_EQ(plain_events.tokens, probed_events.tokens);
+}
+
+TEST_F(SessionTest, SettingsReachTheNextProbeAtOnce) {
+  // Two sessions that differ only in their seed, set to greedy decoding (as OP_SET_CONFIG does)
+  // with no turn in between: their probes are greedy, so they write the same text.
+  auto first = make_session(10, /*temperature=*/1.5f, /*seed=*/1);
+  auto second = make_session(10, /*temperature=*/1.5f, /*seed=*/2);
+  first->config().sampler.temperature = 0.0f;
+  second->config().sampler.temperature = 0.0f;
+  Recorder events;
+  const ProbeResult a = first->probe("Name a colour", {}, 16, events);
+  const ProbeResult b = second->probe("Name a colour", {}, 16, events);
+  ASSERT_FALSE(a.text.empty());
+  EXPECT_EQ(a.text, b.text);
+}
+
 TEST_F(SessionTest, GenerativeProbeTextStopsBeforeAPieceThatWouldPass128Bytes) {
   // Four runs of 31..28 tabs between letters (one token each), then a word: the word's piece is
   // the first that does not fit the original's 128-byte buffer, so the text ends before it.
