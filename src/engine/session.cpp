@@ -152,8 +152,9 @@ void Session::input_tokens(std::span<const int32_t> tokens, uint8_t flags, Sessi
 
 void Session::set_system(std::string_view payload, SessionEvents& events) {
   if (payload.empty()) return;
-  start_request();
+  // Rendered first: a JSON payload that is refused leaves the session as it was.
   const auto rendered = render_system_turn(model_->config().arch, payload);
+  start_request();
   const std::vector<int32_t> tokens = encode(rendered ? *rendered : payload, /*bos_at_start=*/true);
   if (tokens.empty()) return;
   close_open_turn();

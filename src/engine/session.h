@@ -57,6 +57,7 @@ class Session {
   void input_text(std::string_view text, uint8_t flags, SessionEvents& events);
   void input_tokens(std::span<const int32_t> tokens, uint8_t flags, SessionEvents& events);
   // OP_SET_SYSTEM: a JSON object renders a system turn with tools; other text goes in as is.
+  // Throws channel::Error (state unchanged) for a JSON field of the wrong type.
   void set_system(std::string_view payload, SessionEvents& events);
   // OP_TOOL_RETURN: the tool's result, inside the open model turn; decoding continues.
   void tool_return(std::string_view name, std::string_view result, SessionEvents& events);

@@ -146,6 +146,14 @@ TEST_F(SessionTest, BadTokenIdsAreRefusedAndChangeNothing) {
   EXPECT_TRUE(events.statuses.empty());
 }
 
+TEST_F(SessionTest, SystemPromptWithAFieldOfTheWrongTypeIsRefusedAndChangesNothing) {
+  auto session = make_session(4);
+  Recorder events;
+  EXPECT_THROW(session->set_system(R"({"instructions":"x","tools":[{"name":3}]})", events), Error);
+  EXPECT_EQ(session->clock(), 0);
+  EXPECT_TRUE(events.statuses.empty());
+}
+
 TEST_F(SessionTest, ProbesLeaveNoTrace) {
   // Two sessions see the same turns; one runs probes in between. Greedy output must match.
   auto plain = make_session(10);
