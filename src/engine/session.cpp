@@ -165,9 +165,10 @@ void Session::set_system(std::string_view payload, SessionEvents& events) {
 }
 
 void Session::tool_return(std::string_view name, std::string_view result, SessionEvents& events) {
+  // Rendered first: a result that is refused leaves the session (and a held yield) as it was.
+  const std::vector<int32_t> tokens = encode(render_tool_response(name, result), /*bos_at_start=*/false);
   start_request();
   pending_yield_.reset();
-  const std::vector<int32_t> tokens = encode(render_tool_response(name, result), /*bos_at_start=*/false);
   context_.ring().mark_span(kv::SpanType::ToolResult);
   if (!prefill(tokens, events)) {
     events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::Aborted});

@@ -105,8 +105,13 @@ std::string render_tool_declarations(const json& prompt) {
   return out;
 }
 
+// A tool result nesting deeper than this is refused: rendering recurses, and a payload of
+// nothing but brackets would otherwise overflow the stack.
+constexpr int kMaxResultDepth = 256;
+
 // A JSON value in Gemma's tool notation: unquoted keys, strings between <|"|> tokens.
-std::string render_value(const json& value) {
+std::string render_value(const json& value, int depth) {
+  if (depth > kMaxResultDepth) fail("TOOL_RETURN: the result nests deeper than {} levels", kMaxResultDepth);
   switch (value.type()) {
     case json::value_t::object: {
       std::string out = "{";
@@ -114,13 +119,13 @@ std::string render_value(const json& value) {
       for (const auto& [key, item] : value.items()) {
         if (!first) out += ",";
         first = false;
-        out += key + ":" + render_value(item);
+        out += key + ":" + render_value(item, depth + 1);
       }
       return out + "}";
     }
     case json::value_t::array: {
       std::string out = "[";
-      for (size_t i = 0; i < value.size(); ++i) out += (i ? "," : "") + render_value(value[i]);
+      for (size_t i = 0; i < value.size(); ++i) out += (i ? "," : "") + render_value(value[i], depth + 1);
       return out + "]";
     }
     case json::value_t::string: return gemma_string(value.get<std::string>());
@@ -166,10 +171,10 @@ std::string render_tool_response(std::string_view name, std::string_view result)
     body = "{value:" + gemma_string(result) + "}";
     error = result.find("error") != std::string_view::npos;
   } else if (parsed.is_object()) {
-    body = render_value(parsed);
+    body = render_value(parsed, 0);
     error = parsed.contains("error");
   } else {
-    body = "{value:" + render_value(parsed) + "}";
+    body = "{value:" + render_value(parsed, 0) + "}";
   }
   std::string out = fmt::format("<|tool_response>response:{}{}<tool_response|><|channel>thought\n", name, body);
   if (error) out += "Notice: Tool execution failed. Analyze error and correct tool call:\n";

@@ -28,7 +28,8 @@ std::string render_user_input(ModelArch arch, std::string_view text, bool reason
 std::optional<std::string> render_system_turn(ModelArch arch, std::string_view payload);
 
 // OP_TOOL_RETURN: "<|tool_response>response:NAME{...}<tool_response|><|channel>thought\n", with a
-// notice when the result reports an error.
+// notice when the result reports an error. Throws channel::Error for a JSON result nested more
+// than 256 levels deep.
 std::string render_tool_response(std::string_view name, std::string_view result);
 
 // Where a probe's prompt goes, by the state of the turn.

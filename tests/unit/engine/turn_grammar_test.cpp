@@ -84,6 +84,15 @@ TEST(TurnGrammar, ToolResponses) {
                 "}<tool_response|><|channel>thought\nNotice: Tool execution failed. Analyze error and correct tool call:\n");
 }
 
+TEST(TurnGrammar, ToolResultsNestedTooDeepAreRefused) {
+  // Deep enough to overflow the stack if rendering followed it.
+  const size_t depth = 200000;
+  const std::string result = std::string(depth, '[') + std::string(depth, ']');
+  EXPECT_THROW(render_tool_response("cmd", result), Error);
+  const std::string deep_but_fine = std::string(256, '[') + std::string(256, ']');
+  EXPECT_NO_THROW(render_tool_response("cmd", deep_but_fine));
+}
+
 TEST(TurnGrammar, ProbeFrames) {
   EXPECT_EQ(render_probe("Decide:", ProbeFraming::Verbatim), "Decide:");
   EXPECT_EQ(render_probe("Decide:", ProbeFraming::BetweenTurns),
