@@ -64,7 +64,7 @@ class Session {
   // OP_RESUME after an elastic yield: continue, or (close_thought, in a thought) close the
   // thought instead of keeping the held token. With nothing pending it reports the end of turn.
   void resume(bool close_thought, SessionEvents& events);
-  // OP_PROBE_AUTONOMIC: leaves no trace in the stream (rolled back exactly).
+  // OP_PROBE_AUTONOMIC: leaves no trace in the stream (rolled back exactly, also when it throws).
   ProbeResult probe(std::string_view prompt, const std::vector<std::string>& candidates, uint16_t max_decode_tokens,
                     SessionEvents& events);
 
@@ -104,6 +104,10 @@ class Session {
   std::vector<int32_t> turn_mask() const;
   int32_t sample_next();
   void report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens);
+  // The two kinds of probe (session_probe.cpp), run on transient tokens.
+  void score_candidates(std::span<const int32_t> tokens, std::span<const int32_t> candidate_tokens,
+                        ProbeResult& result);
+  std::string generate_probe_text(std::span<const int32_t> tokens, int decode_tokens);
   Snapshot capture_snapshot(std::string stream_id) const;
   void apply_snapshot(const Snapshot& snapshot);
 

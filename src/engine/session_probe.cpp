@@ -48,62 +48,75 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
          tokens.size() + generated_fed, tokens.size(), generated_fed, kv::kScratchSlots);
   }
 
-  // Everything below is transient: the stream, the turn state and the last logits are
-  // restored exactly afterwards.
-  const Logits saved_logits = logits_;
-  const int64_t saved_clock = context_.begin_transient();
   events.status(StatusReport{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())});
-  if (discrete) {
-    // Only the candidates' rows of the output projection are computed.
-    Logits candidate_logits;
-    context_.append(tokens, LogitsWanted::Candidates, candidate_logits, candidate_tokens);
-    const auto values = candidate_logits.row(0);
-    const float max_value = *std::max_element(values.begin(), values.end());
-    std::vector<double> p(values.size());
-    double total = 0.0;
-    for (size_t i = 0; i < values.size(); ++i) total += p[i] = std::exp(static_cast<double>(values[i]) - max_value);
-    size_t winner = 0;
-    double entropy = 0.0;
-    for (size_t i = 0; i < p.size(); ++i) {
-      p[i] /= total;
-      if (p[i] > p[winner]) winner = i;
-      if (p[i] > 0.0) entropy -= p[i] * std::log(p[i]);
+  // Everything below is transient and rolled back exactly, also when it fails halfway (a
+  // session left in transient mode could not take another token). The turn state and the last
+  // logits are not touched.
+  const int64_t saved_clock = context_.begin_transient();
+  try {
+    if (discrete) {
+      score_candidates(tokens, candidate_tokens, result);
+    } else {
+      result.text = generate_probe_text(tokens, decode_tokens);
     }
-    result.index = static_cast<uint16_t>(winner);
-    result.confidence = static_cast<float>(p[winner]);
-    result.entropy = static_cast<float>(entropy);
-  } else {
-    Logits logits;
-    context_.append(tokens, LogitsWanted::Last, logits);
-    const std::vector<int32_t> masked = turn_mask();
-    std::string text;
-    // The settings as they stand (an OP_SET_CONFIG applies from its own frame on, not from the
-    // next turn) without the penalties, drawing from a copy of the session's generator: the
-    // probe leaves the generator as it was, so the turns after it are the turns without it (the
-    // original's probes advance it).
-    const SamplerOptions& live = config_.sampler;
-    Sampler sampler(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,
-                                   .min_p = live.min_p});
-    sampler.set_generator(sampler_.generator());
-    for (int i = 0; i < decode_tokens; ++i) {
-      const int32_t token = sampler.sample(logits.row(0), masked);
-      if (token == special_.turn_close || token == special_.channel_open || token == special_.channel_close ||
-          token == special_.newline || token == special_.paragraph || token == special_.eos) {
-        break;
-      }
-      const std::string& piece = tokenizer_.token_text(token);
-      if (text.size() + piece.size() > kMaxProbeTextBytes) break;
-      text += piece;
-      if (i + 1 == decode_tokens) break;
-      context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits);
-    }
-    text = std::string(trim(text, " \t\r\n\"'"));
-    result.text = std::string(trim(std::string_view(text).substr(0, text.find('\n')), " \t\r\n\"'"));
+  } catch (...) {
+    context_.rollback(saved_clock);
+    throw;
   }
   context_.rollback(saved_clock);
-  logits_ = saved_logits;
   result.cost_ms = static_cast<float>(milliseconds_since(start));
   return result;
+}
+
+void Session::score_candidates(std::span<const int32_t> tokens, std::span<const int32_t> candidate_tokens,
+                               ProbeResult& result) {
+  // Only the candidates' rows of the output projection are computed.
+  Logits candidate_logits;
+  context_.append(tokens, LogitsWanted::Candidates, candidate_logits, candidate_tokens);
+  const auto values = candidate_logits.row(0);
+  const float max_value = *std::max_element(values.begin(), values.end());
+  std::vector<double> p(values.size());
+  double total = 0.0;
+  for (size_t i = 0; i < values.size(); ++i) total += p[i] = std::exp(static_cast<double>(values[i]) - max_value);
+  size_t winner = 0;
+  double entropy = 0.0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    p[i] /= total;
+    if (p[i] > p[winner]) winner = i;
+    if (p[i] > 0.0) entropy -= p[i] * std::log(p[i]);
+  }
+  result.index = static_cast<uint16_t>(winner);
+  result.confidence = static_cast<float>(p[winner]);
+  result.entropy = static_cast<float>(entropy);
+}
+
+std::string Session::generate_probe_text(std::span<const int32_t> tokens, int decode_tokens) {
+  Logits logits;
+  context_.append(tokens, LogitsWanted::Last, logits);
+  const std::vector<int32_t> masked = turn_mask();
+  // The settings as they stand (an OP_SET_CONFIG applies from its own frame on, not from the
+  // next turn) without the penalties, drawing from a copy of the session's generator: the probe
+  // leaves the generator as it was, so the turns after it are the turns without it (the
+  // original's probes advance it).
+  const SamplerOptions& live = config_.sampler;
+  Sampler sampler(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,
+                                 .min_p = live.min_p});
+  sampler.set_generator(sampler_.generator());
+  std::string text;
+  for (int i = 0; i < decode_tokens; ++i) {
+    const int32_t token = sampler.sample(logits.row(0), masked);
+    if (token == special_.turn_close || token == special_.channel_open || token == special_.channel_close ||
+        token == special_.newline || token == special_.paragraph || token == special_.eos) {
+      break;
+    }
+    const std::string& piece = tokenizer_.token_text(token);
+    if (text.size() + piece.size() > kMaxProbeTextBytes) break;
+    text += piece;
+    if (i + 1 == decode_tokens) break;
+    context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits);
+  }
+  const std::string_view trimmed = trim(text, " \t\r\n\"'");
+  return std::string(trim(trimmed.substr(0, trimmed.find('\n')), " \t\r\n\"'"));
 }
 
 }  // namespace channel
