@@ -1,14 +1,16 @@
 #include "server/server.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <variant>
 
@@ -46,6 +48,18 @@ class InboundQueue {
     }
     ready_.notify_one();
   }
+  // The reader cannot go on: no more items, the queued ones forgotten, and why.
+  void fail(std::string reason) {
+    {
+      std::lock_guard lock(mutex_);
+      failure_ = std::move(reason);
+    }
+    close(/*drop_pending=*/true);
+  }
+  std::optional<std::string> failure() {
+    std::lock_guard lock(mutex_);
+    return failure_;
+  }
   // Waits for the next item; nullopt once closed and empty.
   std::optional<InboundItem> pop() {
     std::unique_lock lock(mutex_);
@@ -61,6 +75,7 @@ class InboundQueue {
   std::condition_variable ready_;
   std::deque<InboundItem> items_;
   bool closed_ = false;
+  std::optional<std::string> failure_;
 };
 
 // Session events become frames tagged with the msg_id of the request that caused them.
@@ -160,11 +175,18 @@ bool dispatch(Session& session, const p::InboundMessage& message, FrameEvents& e
       message);
 }
 
-void read_input(int fd, Session& session, InboundQueue& queue) {
+// Reads frames from `fd` until EOF, OP_SHUTDOWN, or a byte on `stop_fd` (serving ended first).
+void read_input(int fd, int stop_fd, Session& session, InboundQueue& queue) {
   p::FrameReader reader;
   std::vector<uint8_t> buffer(64 * 1024);
   bool shutting_down = false;
   while (!shutting_down) {
+    pollfd waits[2] = {{.fd = fd, .events = POLLIN, .revents = 0}, {.fd = stop_fd, .events = POLLIN, .revents = 0}};
+    if (::poll(waits, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "waiting for input");
+    }
+    if (waits[1].revents != 0) break;
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -190,23 +212,54 @@ void read_input(int fd, Session& session, InboundQueue& queue) {
   if (!shutting_down) session.abort_flag() = true;
 }
 
-}  // namespace
+// The reader thread, always joined: when serving ends before the input does (the output went
+// away, or a failure), a byte on the stop pipe ends its wait, so it never outlives the session
+// and the queue it refers to.
+class ReaderThread {
+ public:
+  ReaderThread(int fd, Session& session, InboundQueue& queue) {
+    if (::pipe(stop_pipe_) != 0) throw std::system_error(errno, std::generic_category(), "creating the stop pipe");
+    try {
+      thread_ = std::thread([fd, stop_fd = stop_pipe_[0], &session, &queue] {
+        try {
+          read_input(fd, stop_fd, session, queue);
+        } catch (const std::exception& e) {
+          // An exception may not leave a thread (std::terminate): the main loop reports it.
+          queue.fail(e.what());
+          session.abort_flag() = true;
+        }
+      });
+    } catch (...) {
+      close_stop_pipe();
+      throw;
+    }
+  }
+  ~ReaderThread() {
+    const uint8_t stop = 1;
+    (void)!::write(stop_pipe_[1], &stop, 1);  // a full pipe is already a stop
+    thread_.join();
+    close_stop_pipe();
+  }
+  ReaderThread(const ReaderThread&) = delete;
+  ReaderThread& operator=(const ReaderThread&) = delete;
 
-int serve(Session& session, const ServerOptions& options) {
-  FrameWriter writer(options.output_fd);
-  InboundQueue queue;
-  // Ready: one unsolicited idle status with msg_id 0.
-  FrameEvents(writer, 0, options).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
-  std::atomic<bool> reader_done{false};
-  std::thread reader([&] {
-    read_input(options.input_fd, session, queue);
-    reader_done = true;
-  });
+ private:
+  void close_stop_pipe() {
+    ::close(stop_pipe_[0]);
+    ::close(stop_pipe_[1]);
+  }
 
-  bool running = true;
-  while (running) {
-    std::optional<InboundItem> item = queue.pop();
-    if (!item) break;
+  int stop_pipe_[2] = {-1, -1};
+  std::thread thread_;
+};
+
+// Serves requests until the input ends. A request that throws is answered with OP_ERROR and
+// serving goes on: channel::Error is bad input (the session is as it was), any other
+// std::exception a failure of the request (out of memory, a thread that could not start) that
+// leaves the session usable. An exception of no known type says nothing of the state it left:
+// it is answered, and serving stops with exit code 1.
+int serve_requests(Session& session, const ServerOptions& options, FrameWriter& writer, InboundQueue& queue) {
+  while (std::optional<InboundItem> item = queue.pop()) {
     if (auto* error = std::get_if<p::FrameError>(&item->content)) {
       FrameEvents(writer, error->msg_id, options).send(p::ErrorMessage{error->reason});
       continue;
@@ -219,21 +272,44 @@ int serve(Session& session, const ServerOptions& options) {
       events.send(p::ErrorMessage{decoded.error().reason});
       continue;
     }
+    bool running = true;
     try {
       running = dispatch(session, decoded.value(), events);
     } catch (const Error& e) {
       events.send(p::ErrorMessage{e.what()});
+    } catch (const std::exception& e) {
+      events.send(p::ErrorMessage{fmt::format("the request failed: {}", e.what())});
+    } catch (...) {
+      events.send(p::ErrorMessage{"the request failed with an exception of unknown type; the engine stops"});
+      fmt::print(stderr, "channel: request {} failed with an exception of unknown type; stopping\n",
+                 frame.header.msg_id);
+      return 1;
     }
-    if (writer.failed()) break;  // nobody is listening any more
+    if (!running || writer.failed()) return 0;  // OP_SHUTDOWN, or nobody is listening any more
   }
-  // The reader stops by itself at EOF or OP_SHUTDOWN; if the loop ended because the output went
-  // away, it may still be blocked in read(): leave it, the process is about to exit.
-  if (reader_done) {
-    reader.join();
-  } else {
-    reader.detach();
+  if (const auto failure = queue.failure()) {
+    fmt::print(stderr, "channel: reading the input failed: {}; stopping\n", *failure);
+    return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int serve(Session& session, const ServerOptions& options) {
+  try {
+    FrameWriter writer(options.output_fd);
+    InboundQueue queue;
+    // Ready: one unsolicited idle status with msg_id 0.
+    FrameEvents(writer, 0, options).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
+    ReaderThread reader(options.input_fd, session, queue);
+    return serve_requests(session, options, writer, queue);
+  } catch (const std::exception& e) {
+    // Outside a request (a thread that would not start, no memory for a reply): nothing to
+    // answer, and no way to go on.
+    fmt::print(stderr, "channel: serving failed: {}\n", e.what());
+    return 1;
+  }
 }
 
 }  // namespace channel::server
