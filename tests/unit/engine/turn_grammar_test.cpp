@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "turn_grammar_samples.h"
 
 namespace channel {
 namespace {
@@ -18,9 +19,6 @@ TEST(TurnGrammar, UserInputWithAndWithoutReasoning) {
 }
 
 TEST(TurnGrammar, SystemTurnWithTools) {
-  const std::string json = R"({"instructions":"Be brief.","tools":[{"name":"cmd","description":"Run a command",
-    "parameters":{"properties":{"timeout":{"type":"integer"},"argv":{"description":"words","type":"array"}},
-    "required":["argv"]}},{"name":"done","description":"Finish"}]})";
   const std::string q = "<|\"|>";
   const std::string expected =
       "<|turn>system\n<|think|>\nBe brief.\n"
@@ -30,7 +28,7 @@ TEST(TurnGrammar, SystemTurnWithTools) {
       "],type:" + q + "OBJECT" + q + "}}<tool|>"
       "<|tool>declaration:done{description:" + q + "Finish" + q + "}<tool|>"
       "<turn|>\n";
-  EXPECT_EQ(render_system_turn(ModelArch::Gemma4, json), expected);
+  EXPECT_EQ(render_system_turn(ModelArch::Gemma4, test::kSystemPromptWithTools), expected);
   EXPECT_FALSE(render_system_turn(ModelArch::Gemma4, "plain text system prompt").has_value());
   EXPECT_FALSE(render_system_turn(ModelArch::Gemma4, "[1,2]").has_value());
 }
