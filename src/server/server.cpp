@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <variant>
@@ -113,7 +115,21 @@ class FrameEvents final : public SessionEvents {
   const ServerOptions& options_;
 };
 
+// A setting that is not a finite number (NaN, infinity) would turn every distribution the
+// sampler draws from into NaNs: the frame is refused before anything changes (the original
+// takes it).
+void require_finite(std::string_view name, std::optional<float> value) {
+  if (value && !std::isfinite(*value)) fail("SET_CONFIG: {} is {}, not a finite number", name, *value);
+}
+
 void apply_config(const p::SetConfig& c, SessionConfig& config) {
+  require_finite("temperature", c.temperature);
+  require_finite("top_p", c.top_p);
+  require_finite("quiescence_threshold", c.quiescence_threshold);
+  require_finite("min_p", c.min_p);
+  require_finite("repeat_penalty", c.repeat_penalty);
+  require_finite("frequency_penalty", c.frequency_penalty);
+  require_finite("presence_penalty", c.presence_penalty);
   // Partial payloads: the decoder leaves the fields the payload did not reach unset.
   config.thinking_budget = c.thinking_budget;
   config.sampler.temperature = c.temperature;

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <new>
 #include <stdexcept>
 #include <system_error>
@@ -90,6 +91,16 @@ class Host {
         ADD_FAILURE() << "request " << msg_id << " failed: " << error->message;
         return tokens;
       }
+    }
+  }
+
+  // The OP_ERROR answering `msg_id`, if one comes before the PONG answering `ping_id`.
+  std::optional<p::ErrorMessage> error_before_pong(uint16_t msg_id, uint16_t ping_id) {
+    std::optional<p::ErrorMessage> found;
+    while (true) {
+      const Reply reply = next();
+      if (reply.msg_id == ping_id && std::holds_alternative<p::Pong>(reply.message)) return found;
+      if (auto* error = std::get_if<p::ErrorMessage>(&reply.message); error && reply.msg_id == msg_id) found = *error;
     }
   }
 
@@ -229,6 +240,27 @@ INSTANTIATE_TEST_SUITE_P(
                           [] { throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
                                                        "cannot start a thread"); }}),
     [](const auto& info) { return std::string(info.param.first); });
+
+TEST_F(ServeTest, SetConfigWithANonFiniteValueIsRefusedAndChangesNothing) {
+  Engine engine(model_path_);
+  Pipe input, output;
+  std::thread server([&] { serve(engine.session, ServerOptions{input.read_end, output.write_end}); });
+  Host host(input.write_end, output.read_end);
+  host.wait_for<p::Status>(0);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  host.send(1, p::SetConfig{.thinking_budget = 64, .temperature = nan, .top_p = 0.9f, .max_tokens = 8});
+  host.send(2, p::Ping{});
+  const auto error = host.error_before_pong(1, 2);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_NE(error->message.find("temperature"), std::string::npos) << error->message;
+  host.send(3, p::SetConfig{.thinking_budget = 64, .temperature = 0.5f, .top_p = 0.9f, .max_tokens = 8,
+                            .min_p = 0.1f, .repeat_penalty = std::numeric_limits<float>::infinity()});
+  host.send(4, p::Ping{});
+  EXPECT_TRUE(host.error_before_pong(3, 4).has_value());
+  input.close_write();
+  server.join();
+  EXPECT_EQ(engine.session.config(), Engine::greedy());
+}
 
 // Serves one request that fails with an exception of unknown type, then a PING; returns the
 // exit code for the death test: serve's, or 3 if the failed request was not answered.
