@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <new>
+#include <ostream>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -170,6 +171,26 @@ class ServeTest : public ::testing::Test {
     model_path_ = channel::testing::synthesize(dir_, o, "m.gguf");
   }
 
+  // An Engine served over pipes on a thread of its own, ready (its startup STATUS read).
+  struct ServedEngine {
+    Engine engine;
+    Pipe input, output;
+    Host host{input.write_end, output.read_end};
+    int exit_code = -1;
+    std::thread server{[this] { exit_code = serve(engine.session, ServerOptions{input.read_end, output.write_end}); }};
+
+    explicit ServedEngine(const std::string& path) : engine(path) { host.wait_for<p::Status>(0); }
+    ~ServedEngine() {
+      if (server.joinable()) finish();
+    }
+    // EOF on the engine's input; serve's exit code once it has returned.
+    int finish() {
+      input.close_write();
+      server.join();
+      return exit_code;
+    }
+  };
+
   TempDir dir_;
   std::string model_path_;
 };
@@ -178,33 +199,28 @@ p::StreamInput text_input(std::string text) { return p::StreamInput{.mode = p::M
 
 p::ProbeAutonomic generative_probe() { return p::ProbeAutonomic{.max_decode_tokens = 4, .prompt = "Say something"}; }
 
-class ServeSurvivesFailure : public ServeTest,
-                             public ::testing::WithParamInterface<std::pair<const char*, std::function<void()>>> {};
+// A failure a backend may raise, named for the test's name.
+struct Failure {
+  const char* name;
+  std::function<void()> thrower;
+  friend void PrintTo(const Failure& failure, std::ostream* out) { *out << failure.name; }
+};
+
+class ServeSurvivesFailure : public ServeTest, public ::testing::WithParamInterface<Failure> {};
 
 TEST_P(ServeSurvivesFailure, EveryRequestIsAnsweredAndServingGoesOn) {
-  Engine engine(model_path_);
-  Pipe input, output;
-  int exit_code = -1;
-  std::thread server([&] { exit_code = serve(engine.session, ServerOptions{input.read_end, output.write_end}); });
-  Host host(input.write_end, output.read_end);
-  host.wait_for<p::Status>(0);  // ready
-
   // What a session that never saw the failed request answers.
   std::vector<std::pair<uint32_t, uint64_t>> expected;
   {
-    Engine reference(model_path_);
-    Pipe reference_input, reference_output;
-    std::thread reference_server([&] { serve(reference.session, ServerOptions{reference_input.read_end, reference_output.write_end}); });
-    Host reference_host(reference_input.write_end, reference_output.read_end);
-    reference_host.send(1, text_input("Hello again"));
-    expected = reference_host.turn(1);
-    reference_input.close_write();
-    reference_server.join();
+    ServedEngine reference(model_path_);
+    reference.host.send(1, text_input("Hello again"));
+    expected = reference.host.turn(1);
   }
   ASSERT_FALSE(expected.empty());
 
-  const auto& thrower = GetParam().second;
-  engine.faulty.fail_next_forward(thrower);
+  ServedEngine served(model_path_);
+  Host& host = served.host;
+  served.engine.faulty.fail_next_forward(GetParam().thrower);
   host.send(1, text_input("Hello"));
   const std::string turn_error = host.wait_for_error(1).message;
   EXPECT_NE(turn_error.find("the request failed"), std::string::npos) << turn_error;
@@ -218,35 +234,31 @@ TEST_P(ServeSurvivesFailure, EveryRequestIsAnsweredAndServingGoesOn) {
   // the stream was still transient) and finds the stream as it was.
   host.send(4, generative_probe());
   const auto before = host.wait_for<p::AutonomicResult>(4);
-  engine.faulty.fail_next_forward(thrower);
+  served.engine.faulty.fail_next_forward(GetParam().thrower);
   host.send(5, generative_probe());
   host.wait_for_error(5);
   host.send(6, generative_probe());
   const auto after = host.wait_for<p::AutonomicResult>(6);
   EXPECT_EQ(after.text, before.text);
 
-  input.close_write();  // EOF: serving ends
-  server.join();
-  EXPECT_EQ(exit_code, 0);
+  EXPECT_EQ(served.finish(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Exceptions, ServeSurvivesFailure,
-    ::testing::Values(std::pair<const char*, std::function<void()>>{"bad_alloc", [] { throw std::bad_alloc(); }},
-                      std::pair<const char*, std::function<void()>>{
-                          "length_error", [] { throw std::length_error("vector::_M_default_append"); }},
-                      std::pair<const char*, std::function<void()>>{
-                          "system_error",
-                          [] { throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
-                                                       "cannot start a thread"); }}),
-    [](const auto& info) { return std::string(info.param.first); });
+    ::testing::Values(Failure{"bad_alloc", [] { throw std::bad_alloc(); }},
+                      Failure{"length_error", [] { throw std::length_error("vector::_M_default_append"); }},
+                      Failure{"system_error",
+                              [] {
+                                throw std::system_error(
+                                    std::make_error_code(std::errc::resource_unavailable_try_again),
+                                    "cannot start a thread");
+                              }}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST_F(ServeTest, SetConfigWithANonFiniteValueIsRefusedAndChangesNothing) {
-  Engine engine(model_path_);
-  Pipe input, output;
-  std::thread server([&] { serve(engine.session, ServerOptions{input.read_end, output.write_end}); });
-  Host host(input.write_end, output.read_end);
-  host.wait_for<p::Status>(0);
+  ServedEngine served(model_path_);
+  Host& host = served.host;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   host.send(1, p::SetConfig{.thinking_budget = 64, .temperature = nan, .top_p = 0.9f, .max_tokens = 8});
   host.send(2, p::Ping{});
@@ -257,9 +269,8 @@ TEST_F(ServeTest, SetConfigWithANonFiniteValueIsRefusedAndChangesNothing) {
                             .min_p = 0.1f, .repeat_penalty = std::numeric_limits<float>::infinity()});
   host.send(4, p::Ping{});
   EXPECT_TRUE(host.error_before_pong(3, 4).has_value());
-  input.close_write();
-  server.join();
-  EXPECT_EQ(engine.session.config(), Engine::greedy());
+  served.finish();  // the session is read once serving has ended
+  EXPECT_EQ(served.engine.session.config(), Engine::greedy());
 }
 
 // Serves one request that fails with an exception of unknown type, then a PING; returns the
