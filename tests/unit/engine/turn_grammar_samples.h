@@ -17,6 +17,7 @@ inline std::vector<std::string> turn_grammar_payloads() {
   return {
       std::string(kSystemPromptWithTools),
       R"({"instructions":"Be brief."})",
+      R"({"tools":[{"name":"cmd","parameters":{"required":["argv"]}}]})",
       R"({"tools":[{"name":"lookup","description":"Looks it up","parameters":{"type":"object","properties":{}}}]})",
       R"({"stdout":"ok","code":0,"lines":["a","b"],"nested":{"x":null,"y":[true,1.5e3]}})",
       R"({"error":"boom"})",
