@@ -1,84 +1,23 @@
 #include "server/server.h"
 
 #include <fmt/format.h>
-#include <poll.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <thread>
 #include <variant>
 
 #include "core/error.h"
-#include "protocol/frame_reader.h"
 #include "protocol/inbound.h"
 #include "protocol/outbound.h"
 #include "server/frame_writer.h"
+#include "server/input_reader.h"
 
 namespace channel::server {
 namespace {
 
 namespace p = channel::protocol;
-
-// What the reader hands the main loop: a frame, or a stretch of input that was not one.
-struct InboundItem {
-  std::variant<p::Frame, p::FrameError> content;
-};
-
-class InboundQueue {
- public:
-  void push(InboundItem item) {
-    {
-      std::lock_guard lock(mutex_);
-      items_.push_back(std::move(item));
-    }
-    ready_.notify_one();
-  }
-  // No more items; `drop_pending` also forgets the queued ones (the host is gone).
-  void close(bool drop_pending) {
-    {
-      std::lock_guard lock(mutex_);
-      closed_ = true;
-      if (drop_pending) items_.clear();
-    }
-    ready_.notify_one();
-  }
-  // The reader cannot go on: no more items, the queued ones forgotten, and why.
-  void fail(std::string reason) {
-    {
-      std::lock_guard lock(mutex_);
-      failure_ = std::move(reason);
-    }
-    close(/*drop_pending=*/true);
-  }
-  std::optional<std::string> failure() {
-    std::lock_guard lock(mutex_);
-    return failure_;
-  }
-  // Waits for the next item; nullopt once closed and empty.
-  std::optional<InboundItem> pop() {
-    std::unique_lock lock(mutex_);
-    ready_.wait(lock, [this] { return closed_ || !items_.empty(); });
-    if (items_.empty()) return std::nullopt;
-    InboundItem item = std::move(items_.front());
-    items_.pop_front();
-    return item;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<InboundItem> items_;
-  bool closed_ = false;
-  std::optional<std::string> failure_;
-};
 
 // Session events become frames tagged with the msg_id of the request that caused them.
 class FrameEvents final : public SessionEvents {
@@ -191,84 +130,6 @@ bool dispatch(Session& session, const p::InboundMessage& message, FrameEvents& e
       message);
 }
 
-// Reads frames from `fd` until EOF, OP_SHUTDOWN, or a byte on `stop_fd` (serving ended first).
-void read_input(int fd, int stop_fd, Session& session, InboundQueue& queue) {
-  p::FrameReader reader;
-  std::vector<uint8_t> buffer(64 * 1024);
-  bool shutting_down = false;
-  while (!shutting_down) {
-    pollfd waits[2] = {{.fd = fd, .events = POLLIN, .revents = 0}, {.fd = stop_fd, .events = POLLIN, .revents = 0}};
-    if (::poll(waits, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "waiting for input");
-    }
-    if (waits[1].revents != 0) break;
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    reader.push(std::span(buffer.data(), static_cast<size_t>(n)));
-    while (auto result = reader.pop()) {
-      if (auto* frame = std::get_if<p::Frame>(&*result)) {
-        if (frame->header.opcode == p::OP_ABORT) {
-          session.abort_flag() = true;  // out of band: stops the running request within a token
-          continue;
-        }
-        shutting_down = frame->header.opcode == p::OP_SHUTDOWN;
-        queue.push(InboundItem{std::move(*frame)});
-        if (shutting_down) break;
-      } else {
-        queue.push(InboundItem{std::get<p::FrameError>(std::move(*result))});
-      }
-    }
-  }
-  // EOF (or a read error): the host is gone. Drop what waits, then abort what runs (in this
-  // order, so the main loop cannot start a queued request between the two), and exit promptly.
-  // After OP_SHUTDOWN the requests queued before it still run, as in the original.
-  queue.close(/*drop_pending=*/!shutting_down);
-  if (!shutting_down) session.abort_flag() = true;
-}
-
-// The reader thread, always joined: when serving ends before the input does (the output went
-// away, or a failure), a byte on the stop pipe ends its wait, so it never outlives the session
-// and the queue it refers to.
-class ReaderThread {
- public:
-  ReaderThread(int fd, Session& session, InboundQueue& queue) {
-    if (::pipe(stop_pipe_) != 0) throw std::system_error(errno, std::generic_category(), "creating the stop pipe");
-    try {
-      thread_ = std::thread([fd, stop_fd = stop_pipe_[0], &session, &queue] {
-        try {
-          read_input(fd, stop_fd, session, queue);
-        } catch (const std::exception& e) {
-          // An exception may not leave a thread (std::terminate): the main loop reports it.
-          queue.fail(e.what());
-          session.abort_flag() = true;
-        }
-      });
-    } catch (...) {
-      close_stop_pipe();
-      throw;
-    }
-  }
-  ~ReaderThread() {
-    const uint8_t stop = 1;
-    (void)!::write(stop_pipe_[1], &stop, 1);  // a full pipe is already a stop
-    thread_.join();
-    close_stop_pipe();
-  }
-  ReaderThread(const ReaderThread&) = delete;
-  ReaderThread& operator=(const ReaderThread&) = delete;
-
- private:
-  void close_stop_pipe() {
-    ::close(stop_pipe_[0]);
-    ::close(stop_pipe_[1]);
-  }
-
-  int stop_pipe_[2] = {-1, -1};
-  std::thread thread_;
-};
-
 // Serves requests until the input ends. A request that throws is answered with OP_ERROR and
 // serving goes on: channel::Error is bad input (the session is as it was), any other
 // std::exception a failure of the request (out of memory, a thread that could not start) that
@@ -318,7 +179,7 @@ int serve(Session& session, const ServerOptions& options) {
     InboundQueue queue;
     // Ready: one unsolicited idle status with msg_id 0.
     FrameEvents(writer, 0, options).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
-    ReaderThread reader(options.input_fd, session, queue);
+    InputReader reader(options.input_fd, session, queue);
     return serve_requests(session, options, writer, queue);
   } catch (const std::exception& e) {
     // Outside a request (a thread that would not start, no memory for a reply): nothing to
