@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "channel: error: out of memory\n");
     return 1;
+  } catch (const std::exception& e) {
+    // Anything else (a thread that would not start, say) also ends with a message, not an abort.
+    fmt::print(stderr, "channel: error: {}\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -33,7 +33,6 @@ class Sampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> masked = {},
                  std::span<const int32_t> recent = {});
 
-  const SamplerOptions& options() const { return options_; }
   void set_options(const SamplerOptions& options) { options_ = options; }  // keeps the generator state
   // The generator as it stands, and setting it back (snapshots): the same state draws the same
   // tokens next.

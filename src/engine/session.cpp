@@ -1,12 +1,10 @@
 #include "engine/session.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <limits>
 
+#include "core/elapsed.h"
 #include "core/error.h"
-#include "core/text.h"
 #include "engine/tool_call.h"
 #include "engine/turn_grammar.h"
 
@@ -25,12 +23,6 @@ constexpr int kMaxThoughtHeaderTokens = 16;
 constexpr std::string_view kBudgetBridge =
     "\n\nIdentified steps complete. To execute across multiple stages, invoke `plan()`. Otherwise, deliver the final "
     "answer.\n";
-
-using Clock = std::chrono::steady_clock;
-
-double milliseconds_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 bool ends_a_sentence(std::string_view piece) {
   return !piece.empty() && std::string_view("\n.!?:").find(piece.back()) != std::string_view::npos;
@@ -160,8 +152,9 @@ void Session::input_tokens(std::span<const int32_t> tokens, uint8_t flags, Sessi
 
 void Session::set_system(std::string_view payload, SessionEvents& events) {
   if (payload.empty()) return;
-  start_request();
+  // Rendered first: a JSON payload that is refused leaves the session as it was.
   const auto rendered = render_system_turn(model_->config().arch, payload);
+  start_request();
   const std::vector<int32_t> tokens = encode(rendered ? *rendered : payload, /*bos_at_start=*/true);
   if (tokens.empty()) return;
   close_open_turn();
@@ -172,9 +165,10 @@ void Session::set_system(std::string_view payload, SessionEvents& events) {
 }
 
 void Session::tool_return(std::string_view name, std::string_view result, SessionEvents& events) {
+  // Rendered first: a result that is refused leaves the session (and a held yield) as it was.
+  const std::vector<int32_t> tokens = encode(render_tool_response(name, result), /*bos_at_start=*/false);
   start_request();
   pending_yield_.reset();
-  const std::vector<int32_t> tokens = encode(render_tool_response(name, result), /*bos_at_start=*/false);
   context_.ring().mark_span(kv::SpanType::ToolResult);
   if (!prefill(tokens, events)) {
     events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::Aborted});
@@ -266,7 +260,7 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
   suppress_critique_ = resume_token && in_thought_ && ends_line(*resume_token);
   if (resume_token) feed(*resume_token);
   uint32_t thinking = 0, response = 0;
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   const uint32_t status_total = config_.max_tokens + config_.thinking_budget;
   StopReason reason = StopReason::EndOfTurn;
   int32_t current = sample_next();
@@ -396,82 +390,6 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
   const float rate = tokens <= 1 ? static_cast<float>(tokens) : static_cast<float>((tokens - 1) * 1000.0 / ms);
   events.turn_complete(TurnSummary{tokens, static_cast<uint32_t>(ms), rate, reason});
   report_idle(events, rate, tokens);
-}
-
-ProbeResult Session::probe(std::string_view prompt, const std::vector<std::string>& candidates,
-                           uint16_t max_decode_tokens, SessionEvents& events) {
-  const auto start = Clock::now();
-  ProbeFraming framing = ProbeFraming::Verbatim;
-  if (prompt.find("<|turn>") == std::string_view::npos && special_.has_thinking()) {
-    if (!turn_open_) {
-      framing = ProbeFraming::BetweenTurns;
-    } else if (in_thought_) {
-      framing = ProbeFraming::AfterThought;
-    }
-  }
-  const std::vector<int32_t> tokens = encode(render_probe(prompt, framing), /*bos_at_start=*/false);
-  std::vector<int32_t> candidate_tokens;
-  for (const std::string& candidate : candidates) {
-    const auto ids = encode(candidate, /*bos_at_start=*/false);
-    if (!ids.empty() && candidate_tokens.size() < 32) candidate_tokens.push_back(ids.front());
-  }
-  ProbeResult result;
-  if (tokens.empty()) return result;
-  if (tokens.size() + std::min<uint16_t>(max_decode_tokens, 16) > kv::kScratchSlots) {
-    fail("the probe needs {} tokens, more than the {} transient slots", tokens.size(), kv::kScratchSlots);
-  }
-
-  // Everything below is transient: the stream, the turn state and the last logits are
-  // restored exactly afterwards.
-  const Logits saved_logits = logits_;
-  const int64_t saved_clock = context_.begin_transient();
-  const bool discrete = max_decode_tokens <= 1 && !candidate_tokens.empty();
-  events.status(StatusReport{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())});
-  if (discrete) {
-    // Only the candidates' rows of the output projection are computed.
-    Logits candidate_logits;
-    context_.append(tokens, LogitsWanted::Candidates, candidate_logits, candidate_tokens);
-    const auto values = candidate_logits.row(0);
-    const float max_value = *std::max_element(values.begin(), values.end());
-    std::vector<double> p(values.size());
-    double total = 0.0;
-    for (size_t i = 0; i < values.size(); ++i) total += p[i] = std::exp(static_cast<double>(values[i]) - max_value);
-    size_t winner = 0;
-    double entropy = 0.0;
-    for (size_t i = 0; i < p.size(); ++i) {
-      p[i] /= total;
-      if (p[i] > p[winner]) winner = i;
-      if (p[i] > 0.0) entropy -= p[i] * std::log(p[i]);
-    }
-    result.index = static_cast<uint16_t>(winner);
-    result.confidence = static_cast<float>(p[winner]);
-    result.entropy = static_cast<float>(entropy);
-  } else {
-    Logits logits;
-    context_.append(tokens, LogitsWanted::Last, logits);
-    const std::vector<int32_t> masked = turn_mask();
-    std::string text;
-    const SamplerOptions live = sampler_.options();
-    sampler_.set_options(SamplerOptions{.temperature = live.temperature, .top_k = live.top_k, .top_p = live.top_p,
-                                        .min_p = live.min_p});  // the live sampler without penalties
-    for (int i = 0; i < std::min<int>(max_decode_tokens, 16); ++i) {
-      const int32_t token = sampler_.sample(logits.row(0), masked);
-      if (token == special_.turn_close || token == special_.channel_open || token == special_.channel_close ||
-          token == special_.newline || token == special_.paragraph || token == special_.eos) {
-        break;
-      }
-      text += tokenizer_.token_text(token);
-      if (text.size() >= 128 || i + 1 == std::min<int>(max_decode_tokens, 16)) break;
-      context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits);
-    }
-    sampler_.set_options(live);
-    text = std::string(trim(text, " \t\r\n\"'"));
-    result.text = std::string(trim(std::string_view(text).substr(0, text.find('\n')), " \t\r\n\"'"));
-  }
-  context_.rollback(saved_clock);
-  logits_ = saved_logits;
-  result.cost_ms = static_cast<float>(milliseconds_since(start));
-  return result;
 }
 
 }  // namespace channel

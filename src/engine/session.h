@@ -57,13 +57,14 @@ class Session {
   void input_text(std::string_view text, uint8_t flags, SessionEvents& events);
   void input_tokens(std::span<const int32_t> tokens, uint8_t flags, SessionEvents& events);
   // OP_SET_SYSTEM: a JSON object renders a system turn with tools; other text goes in as is.
+  // Throws channel::Error (state unchanged) for a JSON field of the wrong type.
   void set_system(std::string_view payload, SessionEvents& events);
   // OP_TOOL_RETURN: the tool's result, inside the open model turn; decoding continues.
   void tool_return(std::string_view name, std::string_view result, SessionEvents& events);
   // OP_RESUME after an elastic yield: continue, or (close_thought, in a thought) close the
   // thought instead of keeping the held token. With nothing pending it reports the end of turn.
   void resume(bool close_thought, SessionEvents& events);
-  // OP_PROBE_AUTONOMIC: leaves no trace in the stream (rolled back exactly).
+  // OP_PROBE_AUTONOMIC: leaves no trace in the stream (rolled back exactly, also when it throws).
   ProbeResult probe(std::string_view prompt, const std::vector<std::string>& candidates, uint16_t max_decode_tokens,
                     SessionEvents& events);
 
@@ -103,6 +104,10 @@ class Session {
   std::vector<int32_t> turn_mask() const;
   int32_t sample_next();
   void report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens);
+  // The two kinds of probe (session_probe.cpp), run on transient tokens.
+  void score_candidates(std::span<const int32_t> tokens, std::span<const int32_t> candidate_tokens,
+                        ProbeResult& result);
+  std::string generate_probe_text(std::span<const int32_t> tokens, int decode_tokens);
   Snapshot capture_snapshot(std::string stream_id) const;
   void apply_snapshot(const Snapshot& snapshot);
 

@@ -65,12 +65,17 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
     if (cancelled && cancelled()) return false;
     const size_t n = std::min<size_t>({tokens.size() - done, kMaxChunk, ring_.max_batch()});
     const bool last_chunk = done + n == tokens.size();
-    // A cancellable chunk keeps what it would destroy: the ring's state and the KV of the live
-    // slots it overwrites (only once the ring has wrapped).
+    // Every chunk outside transient tokens (which roll back their own way) keeps the ring's
+    // state, so a backend that throws leaves the stream as it was; a cancellable chunk also
+    // keeps the KV of the live slots it overwrites (only once the ring has wrapped). A chunk
+    // that is not cancellable (decoding, one token) keeps no KV: copying it per token would cost
+    // a readback on a GPU, so a backend that throws after writing part of a wrapped ring's slot
+    // leaves that slot damaged.
+    const bool undoable = !ring_.transient();
     kv::RingState ring_before;
+    if (undoable) ring_before = ring_.state();
     std::vector<uint32_t> live_before;
     if (cancelled) {
-      ring_before = ring_.state();
       live_before = ring_.global_view().to_vector();
       std::sort(live_before.begin(), live_before.end());
     }
@@ -89,9 +94,16 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
       if (!slots.empty()) backend_.read_kv(slots, overwritten);
     }
     const Batch batch{tokens.subspan(done, n), placement.positions, placement.slots, cancelled};
-    if (!backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted,
-                          chunk_wanted == LogitsWanted::Candidates ? candidates : std::span<const int32_t>(),
-                          chunk_logits)) {
+    bool finished = false;
+    try {
+      finished = backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted,
+                                  chunk_wanted == LogitsWanted::Candidates ? candidates : std::span<const int32_t>(),
+                                  chunk_logits);
+    } catch (...) {
+      if (undoable) undo_chunk(ring_before, placement.rotations, overwritten);
+      throw;
+    }
+    if (!finished) {
       undo_chunk(ring_before, placement.rotations, overwritten);
       return false;
     }

@@ -27,7 +27,8 @@ class StreamContext {
   // `cancelled` (an abort) is asked before every layer of every chunk. Once it answers true,
   // append returns false: the chunks already done stay in the stream, the interrupted chunk
   // leaves no trace (the ring's state, moved keys and the KV of the slots it overwrote are put
-  // back).
+  // back). A backend that throws is undone the same way, then the exception goes on (a chunk
+  // that is not cancellable gets its ring state and keys back, not the KV it overwrote).
   bool append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
               std::span<const int32_t> candidates = {}, const std::function<bool()>& cancelled = {});
 

@@ -22,11 +22,14 @@ std::string render_user_input(ModelArch arch, std::string_view text, bool reason
 
 // OP_SET_SYSTEM: a JSON object {instructions, tools:[{name, description, parameters}]} becomes
 // a system turn with tool declarations; anything else is returned unchanged (nullopt means
-// "not JSON": the caller sends the bytes as they are).
+// "not JSON": the caller sends the bytes as they are). Every field may be absent; one that is
+// there with another type than the grammar reads (a tool name that is not a string, say)
+// throws channel::Error naming it ("SET_SYSTEM: tools[0].name must be a string, not a number").
 std::optional<std::string> render_system_turn(ModelArch arch, std::string_view payload);
 
 // OP_TOOL_RETURN: "<|tool_response>response:NAME{...}<tool_response|><|channel>thought\n", with a
-// notice when the result reports an error.
+// notice when the result reports an error. Throws channel::Error for a JSON result nested more
+// than 256 levels deep.
 std::string render_tool_response(std::string_view name, std::string_view result);
 
 // Where a probe's prompt goes, by the state of the turn.

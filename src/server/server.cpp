@@ -1,67 +1,23 @@
 #include "server/server.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
+#include <cmath>
 #include <optional>
-#include <thread>
+#include <string>
+#include <string_view>
 #include <variant>
 
 #include "core/error.h"
-#include "protocol/frame_reader.h"
 #include "protocol/inbound.h"
 #include "protocol/outbound.h"
 #include "server/frame_writer.h"
+#include "server/input_reader.h"
 
 namespace channel::server {
 namespace {
 
 namespace p = channel::protocol;
-
-// What the reader hands the main loop: a frame, or a stretch of input that was not one.
-struct InboundItem {
-  std::variant<p::Frame, p::FrameError> content;
-};
-
-class InboundQueue {
- public:
-  void push(InboundItem item) {
-    {
-      std::lock_guard lock(mutex_);
-      items_.push_back(std::move(item));
-    }
-    ready_.notify_one();
-  }
-  // No more items; `drop_pending` also forgets the queued ones (the host is gone).
-  void close(bool drop_pending) {
-    {
-      std::lock_guard lock(mutex_);
-      closed_ = true;
-      if (drop_pending) items_.clear();
-    }
-    ready_.notify_one();
-  }
-  // Waits for the next item; nullopt once closed and empty.
-  std::optional<InboundItem> pop() {
-    std::unique_lock lock(mutex_);
-    ready_.wait(lock, [this] { return closed_ || !items_.empty(); });
-    if (items_.empty()) return std::nullopt;
-    InboundItem item = std::move(items_.front());
-    items_.pop_front();
-    return item;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<InboundItem> items_;
-  bool closed_ = false;
-};
 
 // Session events become frames tagged with the msg_id of the request that caused them.
 class FrameEvents final : public SessionEvents {
@@ -98,7 +54,21 @@ class FrameEvents final : public SessionEvents {
   const ServerOptions& options_;
 };
 
+// A setting that is not a finite number (NaN, infinity) would turn every distribution the
+// sampler draws from into NaNs: the frame is refused before anything changes (the original
+// takes it).
+void require_finite(std::string_view name, std::optional<float> value) {
+  if (value && !std::isfinite(*value)) fail("SET_CONFIG: {} is {}, not a finite number", name, *value);
+}
+
 void apply_config(const p::SetConfig& c, SessionConfig& config) {
+  require_finite("temperature", c.temperature);
+  require_finite("top_p", c.top_p);
+  require_finite("quiescence_threshold", c.quiescence_threshold);
+  require_finite("min_p", c.min_p);
+  require_finite("repeat_penalty", c.repeat_penalty);
+  require_finite("frequency_penalty", c.frequency_penalty);
+  require_finite("presence_penalty", c.presence_penalty);
   // Partial payloads: the decoder leaves the fields the payload did not reach unset.
   config.thinking_budget = c.thinking_budget;
   config.sampler.temperature = c.temperature;
@@ -160,53 +130,13 @@ bool dispatch(Session& session, const p::InboundMessage& message, FrameEvents& e
       message);
 }
 
-void read_input(int fd, Session& session, InboundQueue& queue) {
-  p::FrameReader reader;
-  std::vector<uint8_t> buffer(64 * 1024);
-  bool shutting_down = false;
-  while (!shutting_down) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    reader.push(std::span(buffer.data(), static_cast<size_t>(n)));
-    while (auto result = reader.pop()) {
-      if (auto* frame = std::get_if<p::Frame>(&*result)) {
-        if (frame->header.opcode == p::OP_ABORT) {
-          session.abort_flag() = true;  // out of band: stops the running request within a token
-          continue;
-        }
-        shutting_down = frame->header.opcode == p::OP_SHUTDOWN;
-        queue.push(InboundItem{std::move(*frame)});
-        if (shutting_down) break;
-      } else {
-        queue.push(InboundItem{std::get<p::FrameError>(std::move(*result))});
-      }
-    }
-  }
-  // EOF (or a read error): the host is gone. Drop what waits, then abort what runs (in this
-  // order, so the main loop cannot start a queued request between the two), and exit promptly.
-  // After OP_SHUTDOWN the requests queued before it still run, as in the original.
-  queue.close(/*drop_pending=*/!shutting_down);
-  if (!shutting_down) session.abort_flag() = true;
-}
-
-}  // namespace
-
-int serve(Session& session, const ServerOptions& options) {
-  FrameWriter writer(options.output_fd);
-  InboundQueue queue;
-  // Ready: one unsolicited idle status with msg_id 0.
-  FrameEvents(writer, 0, options).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
-  std::atomic<bool> reader_done{false};
-  std::thread reader([&] {
-    read_input(options.input_fd, session, queue);
-    reader_done = true;
-  });
-
-  bool running = true;
-  while (running) {
-    std::optional<InboundItem> item = queue.pop();
-    if (!item) break;
+// Serves requests until the input ends. A request that throws is answered with OP_ERROR and
+// serving goes on: channel::Error is bad input (the session is as it was), any other
+// std::exception a failure of the request (out of memory, a thread that could not start) that
+// leaves the session usable. An exception of no known type says nothing of the state it left:
+// it is answered, and serving stops with exit code 1.
+int serve_requests(Session& session, const ServerOptions& options, FrameWriter& writer, InboundQueue& queue) {
+  while (std::optional<InboundItem> item = queue.pop()) {
     if (auto* error = std::get_if<p::FrameError>(&item->content)) {
       FrameEvents(writer, error->msg_id, options).send(p::ErrorMessage{error->reason});
       continue;
@@ -219,21 +149,44 @@ int serve(Session& session, const ServerOptions& options) {
       events.send(p::ErrorMessage{decoded.error().reason});
       continue;
     }
+    bool running = true;
     try {
       running = dispatch(session, decoded.value(), events);
     } catch (const Error& e) {
       events.send(p::ErrorMessage{e.what()});
+    } catch (const std::exception& e) {
+      events.send(p::ErrorMessage{fmt::format("the request failed: {}", e.what())});
+    } catch (...) {
+      events.send(p::ErrorMessage{"the request failed with an exception of unknown type; the engine stops"});
+      fmt::print(stderr, "channel: request {} failed with an exception of unknown type; stopping\n",
+                 frame.header.msg_id);
+      return 1;
     }
-    if (writer.failed()) break;  // nobody is listening any more
+    if (!running || writer.failed()) return 0;  // OP_SHUTDOWN, or nobody is listening any more
   }
-  // The reader stops by itself at EOF or OP_SHUTDOWN; if the loop ended because the output went
-  // away, it may still be blocked in read(): leave it, the process is about to exit.
-  if (reader_done) {
-    reader.join();
-  } else {
-    reader.detach();
+  if (const auto failure = queue.failure()) {
+    fmt::print(stderr, "channel: reading the input failed: {}; stopping\n", *failure);
+    return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int serve(Session& session, const ServerOptions& options) {
+  try {
+    FrameWriter writer(options.output_fd);
+    InboundQueue queue;
+    // Ready: one unsolicited idle status with msg_id 0.
+    FrameEvents(writer, 0, options).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
+    InputReader reader(options.input_fd, session, queue);
+    return serve_requests(session, options, writer, queue);
+  } catch (const std::exception& e) {
+    // Outside a request (a thread that would not start, no memory for a reply): nothing to
+    // answer, and no way to go on.
+    fmt::print(stderr, "channel: serving failed: {}\n", e.what());
+    return 1;
+  }
 }
 
 }  // namespace channel::server

@@ -3,8 +3,11 @@
 // loop that runs one request at a time on the session, and a writer (FrameWriter).
 //
 // Every malformed frame is answered with OP_ERROR carrying its msg_id and a reason, and the
-// session stays as it was; the engine then keeps serving. EOF on stdin or OP_SHUTDOWN ends the
-// loop: the current request is aborted and the process exits with code 0.
+// session stays as it was; the engine then keeps serving. A request that fails (out of memory,
+// say) is answered with OP_ERROR too, and serving goes on. EOF on stdin or OP_SHUTDOWN ends the
+// loop: the current request is aborted and the process exits with code 0. What cannot be
+// recovered from (an exception of unknown type, the input reader failing) ends serving with a
+// message on stderr and code 1, never an abort.
 #pragma once
 
 #include "engine/session.h"

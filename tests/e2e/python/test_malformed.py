@@ -83,6 +83,21 @@ class MalformedInputTest(EngineTestCase):
             self.assertTrue(error.message)
             self.assertNotIn("\n", error.message)
 
+    def test_set_system_field_of_the_wrong_type_gets_an_error_naming_it(self):
+        # A tool name that is not a string used to end the engine (an uncaught JSON type error).
+        msg_id = self.client.send_system({"instructions": "x", "tools": [{"name": 3}]})
+        error = self.error_then_pong(msg_id)
+        self.assertIsNotNone(error)
+        self.assertIn("tools[0].name", error.message)
+        self.client.set_config(max_tokens=64)
+        self.assert_turn(self.collect(self.client.send_input("Hello")), STOP_ELASTIC_YIELD,
+                         content=EXPECT.first_paragraph)
+
+    def test_tool_result_nested_too_deep_gets_an_error(self):
+        # A result of nothing but brackets used to overflow the stack while it was rendered.
+        msg_id = self.client.send_tool_return("lookup", "[" * 200000 + "]" * 200000)
+        self.assertIsNotNone(self.error_then_pong(msg_id))
+
     def test_bad_magic_is_an_error_then_the_stream_resynchronises(self):
         self.client._write(b"garbage!" + header(5, OP_PING, 0, magic=0x12345678) + b"more junk")
         self.assertIsNotNone(self.error_then_pong(0))  # a refused header is answered with msg_id 0

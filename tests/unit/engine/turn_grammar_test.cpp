@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+#include "turn_grammar_samples.h"
+
 namespace channel {
 namespace {
 
@@ -16,9 +19,6 @@ TEST(TurnGrammar, UserInputWithAndWithoutReasoning) {
 }
 
 TEST(TurnGrammar, SystemTurnWithTools) {
-  const std::string json = R"({"instructions":"Be brief.","tools":[{"name":"cmd","description":"Run a command",
-    "parameters":{"properties":{"timeout":{"type":"integer"},"argv":{"description":"words","type":"array"}},
-    "required":["argv"]}},{"name":"done","description":"Finish"}]})";
   const std::string q = "<|\"|>";
   const std::string expected =
       "<|turn>system\n<|think|>\nBe brief.\n"
@@ -28,9 +28,44 @@ TEST(TurnGrammar, SystemTurnWithTools) {
       "],type:" + q + "OBJECT" + q + "}}<tool|>"
       "<|tool>declaration:done{description:" + q + "Finish" + q + "}<tool|>"
       "<turn|>\n";
-  EXPECT_EQ(render_system_turn(ModelArch::Gemma4, json), expected);
+  EXPECT_EQ(render_system_turn(ModelArch::Gemma4, test::kSystemPromptWithTools), expected);
   EXPECT_FALSE(render_system_turn(ModelArch::Gemma4, "plain text system prompt").has_value());
   EXPECT_FALSE(render_system_turn(ModelArch::Gemma4, "[1,2]").has_value());
+}
+
+// What the engine reads of a SET_SYSTEM object must have the type it reads; the message names
+// the field. The same for every architecture (Gemma 3 renders no tools, but checks them).
+TEST(TurnGrammar, SystemTurnFieldsOfTheWrongTypeAreRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"instructions":"x","tools":[{"name":3}]})", "tools[0].name must be a string, not a number"},
+      {R"({"instructions":5})", "instructions must be a string, not a number"},
+      {R"({"tools":{}})", "tools must be an array, not an object"},
+      {R"({"tools":[1]})", "tools[0] must be an object, not a number"},
+      {R"({"tools":[{"name":"a"},{"name":null}]})", "tools[1].name must be a string, not null"},
+      {R"({"tools":[{"name":"a","description":[]}]})", "tools[0].description must be a string, not an array"},
+      {R"({"tools":[{"name":"a","parameters":"p"}]})", "tools[0].parameters must be an object, not a string"},
+      {R"({"tools":[{"parameters":{"properties":[]}}]})",
+       "tools[0].parameters.properties must be an object, not an array"},
+      {R"({"tools":[{"parameters":{"properties":{"p":1}}}]})",
+       "tools[0].parameters.properties.p must be an object, not a number"},
+      {R"({"tools":[{"parameters":{"properties":{"p":{"type":1}}}}]})",
+       "tools[0].parameters.properties.p.type must be a string, not a number"},
+      {R"({"tools":[{"parameters":{"properties":{"p":{"description":true}}}}]})",
+       "tools[0].parameters.properties.p.description must be a string, not a boolean"},
+      {R"({"tools":[{"parameters":{"required":"p"}}]})", "tools[0].parameters.required must be an array, not a string"},
+      {R"({"tools":[{"parameters":{"required":["p",2]}}]})",
+       "tools[0].parameters.required[1] must be a string, not a number"},
+  };
+  for (const auto& [payload, message] : cases) {
+    for (ModelArch arch : {ModelArch::Gemma4, ModelArch::Gemma3}) {
+      try {
+        render_system_turn(arch, payload);
+        ADD_FAILURE() << "accepted: " << payload;
+      } catch (const Error& error) {
+        EXPECT_EQ(std::string(error.what()), "SET_SYSTEM: " + message) << payload;
+      }
+    }
+  }
 }
 
 TEST(TurnGrammar, ToolResponses) {
@@ -45,6 +80,15 @@ TEST(TurnGrammar, ToolResponses) {
   EXPECT_EQ(render_tool_response("cmd", R"({"error":"boom"})"),
             "<|tool_response>response:cmd{error:" + q + "boom" + q +
                 "}<tool_response|><|channel>thought\nNotice: Tool execution failed. Analyze error and correct tool call:\n");
+}
+
+TEST(TurnGrammar, ToolResultsNestedTooDeepAreRefused) {
+  // Deep enough to overflow the stack if rendering followed it.
+  const size_t depth = 200000;
+  const std::string result = std::string(depth, '[') + std::string(depth, ']');
+  EXPECT_THROW(render_tool_response("cmd", result), Error);
+  const std::string deep_but_fine = std::string(256, '[') + std::string(256, ']');
+  EXPECT_NO_THROW(render_tool_response("cmd", deep_but_fine));
 }
 
 TEST(TurnGrammar, ProbeFrames) {

@@ -2,10 +2,12 @@
 // abort, bad input, and probes that leave no trace.
 #include "engine/session.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "peer_vocab.h"
 #include "test_models.h"
 
@@ -60,11 +62,13 @@ class SessionTest : public ::testing::Test {
     model_ = Model::load(testing::synthesize(dir_, o, "scripted.gguf"));
   }
 
-  std::unique_ptr<Session> make_session(uint32_t max_tokens) {
+  // Greedy unless told otherwise: reproducible turns.
+  std::unique_ptr<Session> make_session(uint32_t max_tokens, float temperature = 0.0f, uint64_t seed = 0) {
     backends_.push_back(std::make_unique<cpu::CpuBackend>(model_, 2));
     SessionConfig config;
     config.max_tokens = max_tokens;
-    config.sampler.temperature = 0.0f;  // greedy: reproducible turns
+    config.sampler.temperature = temperature;
+    config.sampler.seed = seed;
     return std::make_unique<Session>(model_, *backends_.back(), config);
   }
 
@@ -142,6 +146,14 @@ TEST_F(SessionTest, BadTokenIdsAreRefusedAndChangeNothing) {
   EXPECT_TRUE(events.statuses.empty());
 }
 
+TEST_F(SessionTest, SystemPromptWithAFieldOfTheWrongTypeIsRefusedAndChangesNothing) {
+  auto session = make_session(4);
+  Recorder events;
+  EXPECT_THROW(session->set_system(R"({"instructions":"x","tools":[{"name":3}]})", events), Error);
+  EXPECT_EQ(session->clock(), 0);
+  EXPECT_TRUE(events.statuses.empty());
+}
+
 TEST_F(SessionTest, ProbesLeaveNoTrace) {
   // Two sessions see the same turns; one runs probes in between. Greedy output must match.
   auto plain = make_session(10);
@@ -160,6 +172,80 @@ TEST_F(SessionTest, ProbesLeaveNoTrace) {
   probed->input_text("Second question", 0, probed_events);
   EXPECT_EQ(plain->clock(), probed->clock());
   EXPECT_EQ(plain_events.tokens, probed_events.tokens);
+}
+
+TEST_F(SessionTest, GenerativeProbesLeaveTheSamplerAsItWas) {
+  // At a temperature above 0 the turns draw from the sampler's generator: a probe between two
+  // turns must not move it, so the second turn is the one without the probe.
+  auto plain = make_session(10, /*temperature=*/1.5f, /*seed=*/7);
+  auto probed = make_session(10, /*temperature=*/1.5f, /*seed=*/7);
+  Recorder plain_events, probed_events, probe_events;
+  plain->input_text("First question", 0, plain_events);
+  probed->input_text("First question", 0, probed_events);
+  probed->probe("Say something", {}, 8, probe_events);
+  probed->probe("Say something else", {}, 16, probe_events);
+  plain->input_text("Second question", 0, plain_events);
+  probed->input_text("Second question", 0, probed_events);
+  EXPECT_EQ(plain_events.tokens, probed_events.tokens);
+}
+
+TEST_F(SessionTest, SettingsReachTheNextProbeAtOnce) {
+  // Two sessions that differ only in their seed, set to greedy decoding (as OP_SET_CONFIG does)
+  // with no turn in between: their probes are greedy, so they write the same text.
+  auto first = make_session(10, /*temperature=*/1.5f, /*seed=*/1);
+  auto second = make_session(10, /*temperature=*/1.5f, /*seed=*/2);
+  first->config().sampler.temperature = 0.0f;
+  second->config().sampler.temperature = 0.0f;
+  Recorder events;
+  const ProbeResult a = first->probe("Name a colour", {}, 16, events);
+  const ProbeResult b = second->probe("Name a colour", {}, 16, events);
+  ASSERT_FALSE(a.text.empty());
+  EXPECT_EQ(a.text, b.text);
+}
+
+TEST_F(SessionTest, GenerativeProbeTextStopsBeforeAPieceThatWouldPass128Bytes) {
+  // Four runs of 31..28 tabs between letters (one token each), then a word: the word's piece is
+  // the first that does not fit the original's 128-byte buffer, so the text ends before it.
+  const std::string tabs = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+  const std::string script = "A" + tabs + "\t\t\tB" + tabs + "\t\tC" + tabs + "\tD" + tabs + " internationalization";
+  use_scripted_model("<channel|>" + script + "<turn|>");
+  auto session = make_session(16);
+  const Tokenizer& tokenizer = session->tokenizer();
+  std::string pieces, expected, overflowing;
+  for (int32_t token : tokenizer.encode(script, /*add_special=*/false, /*parse_special=*/true)) {
+    const std::string& piece = tokenizer.token_text(token);
+    if (pieces.size() + piece.size() > 128 && overflowing.empty()) {
+      expected = pieces;
+      overflowing = piece;
+    }
+    pieces += piece;
+  }
+  // A piece the final trim would not remove, so a text that kept it would differ.
+  ASSERT_FALSE(trim(overflowing, " \t\r\n\"'").empty()) << "the script must overflow the buffer with a word";
+  Recorder events;
+  const ProbeResult result = session->probe("Continue", {}, 16, events);
+  EXPECT_EQ(result.text, std::string(trim(expected, " \t\r\n\"'")));
+  EXPECT_LE(result.text.size(), 128u);
+}
+
+TEST_F(SessionTest, ProbeLongerThanTheScratchSlotsIsRefusedWithItsCount) {
+  auto session = make_session(4);
+  // Verbatim framing (the prompt has <|turn>), so the prompt's tokens are all there is.
+  std::string prompt = "<|turn>";
+  while (session->tokenizer().encode(prompt, false, true).size() < 125) prompt += " a";
+  const size_t prompt_tokens = session->tokenizer().encode(prompt, false, true).size();
+  const size_t needed = prompt_tokens + 7;  // 8 decoded, the last one never fed
+  ASSERT_LE(prompt_tokens, kv::kScratchSlots);
+  ASSERT_GT(needed, kv::kScratchSlots);
+  Recorder events;
+  try {
+    session->probe(prompt, {}, 8, events);
+    FAIL() << "the probe was not refused";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(fmt::format("needs {} transient slots", needed)), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(session->clock(), 0);
 }
 
 }  // namespace
