@@ -1,6 +1,7 @@
 #include "backend/vulkan/vulkan_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -211,7 +212,20 @@ VulkanBackend::~VulkanBackend() {
     for (const auto& [stage, ns] : profile_ns_) {
       fmt::print(stderr, "  {:<24} {:10.2f} ms {:5.1f}%\n", stage, ns / 1e6, 100.0 * ns / total);
     }
+    fmt::print(stderr, "vulkan profile: host time by step\n");
+    for (const auto& [step, ns] : host_ns_) fmt::print(stderr, "  {:<24} {:10.2f} ms\n", step, ns / 1e6);
   }
+}
+
+template <class F>
+void VulkanBackend::host_timed(const char* step, F&& f) {
+  if (!profiling_) {
+    f();
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  host_ns_[step] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
 }
 
 void VulkanBackend::mark(CommandSequence& seq, const char* stage) {
@@ -390,8 +404,8 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     const uint32_t spec[] = {kAttentionWorkgroup, kAttentionWorkgroup, max_head_dim, kKvSlots};
     return pipelines_->get(shader, spec);
   }
-  if (shader == "attention_rows") {
-    const uint32_t spec[] = {kAttentionWorkgroup, max_head_dim + max_head_dim % 2};
+  if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
+    const uint32_t spec[] = {max_head_dim + max_head_dim % 2};
     return pipelines_->get(shader, spec);
   }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};
@@ -459,7 +473,7 @@ void VulkanBackend::write_step_inputs(const Batch& batch, const AttentionView& v
 bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, const Step& step,
                                  LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out) {
   const ModelConfig& config = model_->config();
-  write_step_inputs(batch, view, step);
+  host_timed("step inputs", [&] { write_step_inputs(batch, view, step); });
   const uint32_t n = step.n_tokens;
 
   // Embedding and the layers, in chunks of layers_per_submit; the cancellation check runs
@@ -485,15 +499,19 @@ bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, 
   for (uint32_t row = first_row; row < n; row += kMaxLogitRows) {
     const uint32_t rows = std::min(kMaxLogitRows, n - row);
     CommandSequence& seq = *sequences_[0];
-    seq.begin();
-    mark(seq, "start");
-    record_logits(seq, row, rows, wanted, n_cand);
-    mark(seq, "softcap");
-    seq.end();
-    seq.run();
+    host_timed("logits: record", [&] {
+      seq.begin();
+      mark(seq, "start");
+      record_logits(seq, row, rows, wanted, n_cand);
+      mark(seq, "softcap");
+      seq.end();
+    });
+    host_timed("logits: run", [&] { seq.run(); });
     collect_profile(0);
-    const auto* values = reinterpret_cast<const float*>(logits_.mapped());
-    out.values.insert(out.values.end(), values, values + static_cast<size_t>(rows) * cols);
+    host_timed("logits: copy out", [&] {
+      const auto* values = reinterpret_cast<const float*>(logits_.mapped());
+      out.values.insert(out.values.end(), values, values + static_cast<size_t>(rows) * cols);
+    });
     out.n_rows += rows;
   }
   return true;
@@ -510,16 +528,18 @@ void VulkanBackend::run_sequence_of_chunks(const std::vector<std::function<void(
     // This sequence's previous submission must be done; the other one keeps the device busy.
     const int id = static_cast<int>(i % 2);
     CommandSequence& seq = *sequences_[id];
-    seq.wait();
+    host_timed("layers: wait", [&] { seq.wait(); });
     collect_profile(id);
-    seq.begin();
-    mark(seq, "start");
-    chunks[i](seq);
-    seq.end();
-    seq.submit();
+    host_timed("layers: record", [&] {
+      seq.begin();
+      mark(seq, "start");
+      chunks[i](seq);
+      seq.end();
+    });
+    host_timed("layers: submit", [&] { seq.submit(); });
   }
   for (int id = 0; id < 2; ++id) {
-    sequences_[id]->wait();
+    host_timed("layers: wait", [&] { sequences_[id]->wait(); });
     collect_profile(id);
   }
 }

@@ -93,6 +93,10 @@ class VulkanBackend final : public Backend {
   // Profiling (CHANNEL_VULKAN_PROFILE=1): GPU time per stage of the forward pass, summed over the
   // backend's life and printed to stderr when it is destroyed.
   void mark(CommandSequence& seq, const char* stage);
+  // Runs f; when profiling, adds its host time to host_ns_[step] (is the host or the GPU the
+  // bottleneck: time recording and submitting against time waiting for the device).
+  template <class F>
+  void host_timed(const char* step, F&& f);
   void collect_profile(int sequence);
   VkDeviceAddress vector_address(const std::vector<float>& values) const;
   uint64_t rope_set_offset(int set) const;  // byte offset of a RoPE set's cos/sin in rope_
@@ -107,6 +111,7 @@ class VulkanBackend final : public Backend {
   bool profiling_ = false;
   std::array<std::vector<const char*>, 2> profile_marks_;  // stage ending at each timestamp of a sequence
   std::map<std::string, double> profile_ns_;
+  std::map<std::string, double> host_ns_;
 
   // Weights: one buffer per matrix, all f32 vectors (norms, frequency factors) in one buffer.
   std::vector<Buffer> matrix_buffers_;

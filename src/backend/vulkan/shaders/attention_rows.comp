@@ -24,17 +24,20 @@
 //   3. every invocation runs the online softmax over the batch's keys in order for its own
 //      pairs of output dims, reading the values from shared memory.
 // Workgroup index = t * n_head + h (scheme 1: (h, chunk) = (index / n_chunks, index % n_chunks)).
-// Needs shaderFloat64 (sums in double, as the CPU). Specialization constants: 0 workgroup size
-// (a multiple of 64), 1 MAX_HEAD_DIM (even).
+// 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
+// 0 MAX_HEAD_DIM (even).
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "attention_common.glsl"
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint MAX_HEAD_DIM = 512;
+layout(local_size_x = 128) in;
+layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
 
 const uint kBatch = 16;        // keys per batch
 const uint kSlotSums = 64;     // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
-const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 63u) / 64u;
+const uint kGroups = 2;        // groups of kSlotSums invocations in the workgroup
+const uint kKeysPerGroup = kBatch / kGroups;
+const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 127u) / 128u;
 
 shared float query[MAX_HEAD_DIM];
 shared float slot_sums[kBatch * kSlotSums];
@@ -55,15 +58,30 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
       batch_values[k * (MAX_HEAD_DIM / 2u) + w] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
     }
   }
+  // Group g of 64 invocations takes keys g, g + kGroups, ...: each invocation forms partial sum s
+  // (accumulator s / 16, lane s % 16: elements i + s of each step i) of all its keys at once, so
+  // that the loads of every key are in flight together.
   const uint whole = dim & ~63u;
-  const uint groups = stride / kSlotSums, group = lane / kSlotSums, s = lane % kSlotSums;
-  for (uint k = group; k < n; k += groups) {
-    uint slot;
-    if (!visible_key(j0 + k, position, min_position, slot)) continue;
-    F16Ptr key = F16Ptr(p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u);
-    float acc = 0.0;  // accumulator s / 16, lane s % 16: elements i + s of each step i
-    for (uint i = 0; i < whole; i += 64u) acc = fma(query[i + s], float(key.v[i + s]), acc);
-    slot_sums[k * kSlotSums + s] = acc;
+  const uint group = lane / kSlotSums, s = lane % kSlotSums;
+  uint64_t keys[kKeysPerGroup];
+  bool visible[kKeysPerGroup];
+  float acc[kKeysPerGroup];
+  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
+    const uint k = group + m * kGroups;
+    uint slot = 0u;
+    visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
+    keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
+    acc[m] = 0.0;
+  }
+  for (uint i = 0; i < whole; i += 64u) {
+    float key_values[kKeysPerGroup];
+    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
+      key_values[m] = visible[m] ? float(F16Ptr(keys[m]).v[i + s]) : 0.0;
+    }
+    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[i + s], key_values[m], acc[m]);
+  }
+  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
+    if (visible[m]) slot_sums[(group + m * kGroups) * kSlotSums + s] = acc[m];
   }
   barrier();
   if (lane < n) {
