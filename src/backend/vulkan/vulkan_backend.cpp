@@ -704,7 +704,7 @@ PreparedActivations VulkanBackend::record_geglu_input(CommandSequence& seq, Ggml
         MatmulKernels::quantized_layout(weight_type, n_tokens, n_ff, scratch_.address());
     const GegluQuantizePush push{gate_.address(), up_.address(), prepared.values, prepared.scales,
                                  static_cast<uint32_t>(n), 0};
-    seq.dispatch_groups(pipeline("geglu_quantize"), push, groups_for(n / kQuantBlock, kElementWorkgroup));
+    seq.dispatch_groups(pipelines_->get("geglu_quantize"), push, groups_for(n, 256));  // a value per invocation
     seq.barrier();
     return prepared;
   }

@@ -42,6 +42,8 @@ const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 127u) / 128u;
 shared float query[MAX_HEAD_DIM];
 shared float slot_sums[kBatch * kSlotSums];
 shared float batch_scores[kBatch];
+shared uint batch_slots[kBatch];  // the batch's slots, kHidden for keys the token does not see
+const uint kHidden = 0xffffffffu;
 shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 2i + 1 in word i
 
 uint list_index(int cell) { return uint(clamp(cell - p.first_cell, 0, int(p.n_view))); }
@@ -51,10 +53,17 @@ uint list_index(int cell) { return uint(clamp(cell - p.first_cell, 0, int(p.n_vi
 void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) {
   const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
   const uint pairs = dim / 2u;
+  // Which keys the token sees, looked up once (two dependent loads each) for the whole workgroup.
+  if (lane < kBatch) {
+    uint slot = kHidden;
+    if (lane < n && !visible_key(j0 + lane, position, min_position, slot)) slot = kHidden;
+    batch_slots[lane] = slot;
+  }
+  barrier();
   for (uint i = lane; i < n * pairs; i += stride) {
     const uint k = i / pairs, w = i % pairs;
-    uint slot;
-    if (visible_key(j0 + k, position, min_position, slot)) {
+    const uint slot = batch_slots[k];
+    if (slot != kHidden) {
       batch_values[k * (MAX_HEAD_DIM / 2u) + w] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
     }
   }
@@ -68,9 +77,9 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
   float acc[kKeysPerGroup];
   [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
     const uint k = group + m * kGroups;
-    uint slot = 0u;
-    visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
-    keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
+    const uint slot = k < n ? batch_slots[k] : kHidden;
+    visible[m] = slot != kHidden;
+    keys[m] = p.k_cache + uint64_t(kv_row_offset(visible[m] ? slot : 0u, kv_head)) * 2u;
     acc[m] = 0.0;
   }
   for (uint i = 0; i < whole; i += 64u) {
@@ -86,9 +95,9 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
   barrier();
   if (lane < n) {
     const uint k = lane;
-    uint slot;
+    const uint slot = batch_slots[k];
     float score = kMinusInfinity;
-    if (visible_key(j0 + k, position, min_position, slot)) {
+    if (slot != kHidden) {
       float lanes[16];
       for (uint l = 0; l < 16; ++l) {
         const uint base = k * kSlotSums + l;
