@@ -42,8 +42,6 @@ const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 127u) / 128u;
 shared float query[MAX_HEAD_DIM];
 shared float slot_sums[kBatch * kSlotSums];
 shared float batch_scores[kBatch];
-shared uint batch_slots[kBatch];  // the batch's slots, kHidden for keys the token does not see
-const uint kHidden = 0xffffffffu;
 shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 2i + 1 in word i
 
 uint list_index(int cell) { return uint(clamp(cell - p.first_cell, 0, int(p.n_view))); }
@@ -53,17 +51,10 @@ uint list_index(int cell) { return uint(clamp(cell - p.first_cell, 0, int(p.n_vi
 void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) {
   const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
   const uint pairs = dim / 2u;
-  // Which keys the token sees, looked up once (two dependent loads each) for the whole workgroup.
-  if (lane < kBatch) {
-    uint slot = kHidden;
-    if (lane < n && !visible_key(j0 + lane, position, min_position, slot)) slot = kHidden;
-    batch_slots[lane] = slot;
-  }
-  barrier();
   for (uint i = lane; i < n * pairs; i += stride) {
     const uint k = i / pairs, w = i % pairs;
-    const uint slot = batch_slots[k];
-    if (slot != kHidden) {
+    uint slot;
+    if (visible_key(j0 + k, position, min_position, slot)) {
       batch_values[k * (MAX_HEAD_DIM / 2u) + w] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
     }
   }
@@ -77,9 +68,9 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
   float acc[kKeysPerGroup];
   [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
     const uint k = group + m * kGroups;
-    const uint slot = k < n ? batch_slots[k] : kHidden;
-    visible[m] = slot != kHidden;
-    keys[m] = p.k_cache + uint64_t(kv_row_offset(visible[m] ? slot : 0u, kv_head)) * 2u;
+    uint slot = 0u;
+    visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
+    keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
     acc[m] = 0.0;
   }
   for (uint i = 0; i < whole; i += 64u) {
@@ -95,9 +86,9 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
   barrier();
   if (lane < n) {
     const uint k = lane;
-    const uint slot = batch_slots[k];
+    uint slot;
     float score = kMinusInfinity;
-    if (slot != kHidden) {
+    if (visible_key(j0 + k, position, min_position, slot)) {
       float lanes[16];
       for (uint l = 0; l < 16; ++l) {
         const uint base = k * kSlotSums + l;
