@@ -91,8 +91,9 @@ def gguf_array_length(path, key):
 
 
 def make_prompt(length, n_vocab, seed):
-    """BOS then uniformly random ids: every id is a valid input for a random-weight model."""
-    rng = np.random.default_rng([seed, length])
+    """BOS then uniformly random ids: every id is a valid input for a random-weight model. `seed`
+    is an int or a tuple of ints."""
+    rng = np.random.default_rng([*(seed if isinstance(seed, tuple) else (seed,)), length])
     return [BOS_ID] + rng.integers(0, n_vocab, size=length - 1).tolist()
 
 
