@@ -259,6 +259,14 @@ class Group:
         return max(compared, key=lambda r: r.rel_l2) if compared else None
 
 
+def progress_line(result):
+    """A case's outcome as it completes, so that an interrupted long run still tells its figures."""
+    if result.rel_l2 is None:
+        return f"ERROR {result.error.splitlines()[0] if result.error else ''}"
+    return (f"rel L2 {result.rel_l2:.3e}, max abs {result.max_abs:.3e}, argmax {result.same_argmax:.1%}: "
+            f"{'ok' if result.passed else 'FAIL'}")
+
+
 def case_table(results):
     header = ["case", "arch", "type", "target", "shape", "prompt", "rel L2", "max abs", "argmax", "result"]
     rows = []
@@ -313,8 +321,10 @@ def main():
     for shape in shapes:
         case_targets = targets if args.every_target else [turn_target(shape.index, targets, args)]
         print(f"case {shape.index}: {shape.arch} {shape.wtype} {shape.describe()}, {shape.prompt_length} tokens "
-              f"on {', '.join(case_targets)}", file=sys.stderr)
-        results += run_shape(shape, case_targets, args, n_vocab)
+              f"on {', '.join(case_targets)}", file=sys.stderr, flush=True)
+        for result in run_shape(shape, case_targets, args, n_vocab):
+            print(f"case {shape.index} on {result.target}: {progress_line(result)}", file=sys.stderr, flush=True)
+            results.append(result)
     elapsed = time.monotonic() - started
 
     groups = {}
