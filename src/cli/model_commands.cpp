@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -72,6 +73,8 @@ struct SynthCliOptions {
   uint64_t seed = 1;
   int layers = 0, embd = 0, heads = 0, kv_heads = 0, kv_heads_global = 0, head_dim = 0, head_dim_global = 0, ffn = 0,
       window = 0, period = 0;
+  std::optional<float> rotary_fraction, rope_scaling;
+  bool global_v = false, no_layer_output_scale = false;
   std::vector<std::string> script;
 };
 
@@ -122,7 +125,16 @@ void run_synth(const SynthCliOptions& o) {
     if (o.kv_heads_global || o.head_dim_global) fail("--kv-heads-global and --head-dim-global apply to gemma4 only");
     s.n_head_kv_global = s.n_head_kv;
     s.head_dim_global = s.head_dim;
+    if (o.rotary_fraction || o.global_v || o.no_layer_output_scale) {
+      fail("--rotary-fraction, --global-v and --no-layer-output-scale apply to gemma4 only");
+    }
+  } else if (o.rope_scaling) {
+    fail("--rope-scaling applies to gemma3 only");
   }
+  if (o.rotary_fraction) s.rotary_fraction = *o.rotary_fraction;
+  if (o.rope_scaling) s.rope_scaling_factor = *o.rope_scaling;
+  if (o.global_v) s.global_v_equals_k = false;
+  if (o.no_layer_output_scale) s.layer_output_scale = false;
   if (!o.script.empty()) {
     // Script texts are tokenized with the vocabulary's own tokenizer, special tokens included.
     const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(o.vocab));
@@ -185,6 +197,14 @@ void register_model_commands(CLI::App& app) {
   synth->add_option("--ffn", o->ffn, "FFN hidden size (default 256)");
   synth->add_option("--window", o->window, "sliding window (default 32)");
   synth->add_option("--period", o->period, "every N-th layer is global (default 3; gemma4's last layer is always global)");
+  synth->add_option("--rotary-fraction", o->rotary_fraction,
+                    "gemma4: share of the global layers' frequency pairs that RoPE rotates, in (0, 1] (default 0.25; "
+                    "1: full rotation)");
+  synth->add_flag("--global-v", o->global_v, "gemma4: global layers get their own attn_v (default: V = K, no attn_v)");
+  synth->add_flag("--no-layer-output-scale", o->no_layer_output_scale,
+                  "gemma4: no layer_output_scale tensors (default: a random scale per layer)");
+  synth->add_option("--rope-scaling", o->rope_scaling,
+                    "gemma3: linear RoPE scaling factor of global layers (default 8; 0: none, as Gemma 3 1B)");
   synth->add_option("--script", o->script,
                     "make the model continue each token of TEXT with the next one, far ahead of all others "
                     "(repeatable; special tokens allowed; each token may have one successor). Such a model has no "

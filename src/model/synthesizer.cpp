@@ -102,6 +102,7 @@ void check_geometry(const SynthOptions& o) {
   positive(o.sliding_period, "sliding period");
   if (o.n_head % o.n_head_kv != 0) fail("synth: heads ({}) must be a multiple of KV heads ({})", o.n_head, o.n_head_kv);
   if (o.head_dim % 2 != 0) fail("synth: head size must be even");
+  if (o.rope_scaling_factor < 0.0f) fail("synth: RoPE scaling factor must not be negative (0: none)");
   if (o.arch == ModelArch::Gemma4) {
     positive(o.n_head_kv_global, "global KV heads");
     positive(o.head_dim_global, "global head size");
@@ -329,7 +330,7 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     matrix("ffn_up", o.n_embd, o.n_ff, in_std);
     matrix("ffn_down", o.n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_ff)));
     post_norm(name("post_ffw_norm"));
-    if (gemma4) {
+    if (gemma4 && o.layer_output_scale) {
       model.f32(name("layer_output_scale"), model.values(name("layer_output_scale"), 1, [](SplitMix64& r) {
         return static_cast<float>(0.5 + r.uniform());
       }));

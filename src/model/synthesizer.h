@@ -34,6 +34,7 @@ struct SynthOptions {
   int sliding_period = 3;           // every period-th layer is global (and the last for Gemma 4)
   float rotary_fraction = 0.25f;    // Gemma 4 global layers: share of frequency pairs rotated
   bool global_v_equals_k = true;    // Gemma 4 global layers without attn_v
+  bool layer_output_scale = true;   // Gemma 4: a learned scalar on each layer's output (optional in llama.cpp)
   float rope_scaling_factor = 8.0f; // Gemma 3 global layers, linear; 0: none (no keys, as Gemma 3 1B)
   // For benchmark models: every layer stores the matrices of the first layer of its type
   // (sliding or global), drawn and encoded once and held in memory once; norms and layer scalars

@@ -1,7 +1,8 @@
 // Float accumulation orders of the Q4_0/Q8_0 dot products. The per-block integer sums are
 // exact, so only the order in which the f32 block terms are added decides the last bits; these
 // are the two orders llama.cpp's x86 CPU backend (AVX2 / AVX-512 builds) uses, reproduced so that
-// results match it bit for bit where the same order applies.
+// results match it bit for bit where the same order applies. Also the order of BF16 dot
+// products on CPUs with AVX512_BF16, where llama.cpp's order differs from its F32/F16 one.
 #pragma once
 
 #include "backend/cpu/matmul.h"
@@ -24,6 +25,46 @@ enum class QuantAccumulation {
 inline QuantAccumulation quant_accumulation(const WeightMatrix& w) {
   return w.type == GgmlType::Q4_0 && w.rows % 8 == 0 ? QuantAccumulation::kBlockSequential
                                                      : QuantAccumulation::kEightLanes;
+}
+
+// BF16 weights times BF16-rounded activations. llama.cpp's builds for CPUs with AVX512_BF16
+// (zen4, cooperlake, sapphirerapids: the reference variant on such a CPU, see
+// tests/parity/logits/cpu_variants.h) multiply with VDPBF16PS: each of 16 f32 lanes adds, for
+// every 32 values, the product of its pair's odd value and then of its even one (lane j: values
+// 2j+1, 2j), each addition rounded (a product of two bf16 values is exact in f32); the lanes are
+// then summed as _mm512_reduce_add_ps does (sum_16_lanes_in_reduce_order). The pair order moves
+// BF16 logits by up to ~5e-3 (rel L2) from the plain lane order: bf16 rounding of the next
+// layer's activations turns last-bit differences into 2^-9 ones.
+enum class Bf16Accumulation {
+  kVectorLanes,  // as F32/F16 weights: f32 FMA over the target's vector lanes (llama.cpp's other builds)
+  kPairsTiled,   // tinyBLAS (llamafile sgemm), for 2+ tokens and rows of a multiple of 32: one set of lanes
+  // ggml_vec_dot_bf16 otherwise: two sets of lanes take alternate 32-value chunks of the whole
+  // 64-value pieces; their sums and then the remaining products add up in double.
+  kPairsVecDot,
+};
+
+// This CPU has AVX512_BF16 (the only condition of llama.cpp's pair order: it is compiled in).
+inline bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+
+inline Bf16Accumulation bf16_accumulation(const WeightMatrix& w, int64_t n_tokens) {
+  if (!cpu_has_avx512_bf16()) return Bf16Accumulation::kVectorLanes;
+  return n_tokens >= 2 && w.cols % 32 == 0 ? Bf16Accumulation::kPairsTiled : Bf16Accumulation::kPairsVecDot;
+}
+
+// _mm512_reduce_add_ps: halves added lane by lane, 16 -> 8 -> 4 -> 2 -> 1.
+inline float sum_16_lanes_in_reduce_order(const float (&lanes)[16]) {
+  float s[8];
+  for (int i = 0; i < 8; ++i) s[i] = lanes[i] + lanes[i + 8];
+  for (int i = 0; i < 4; ++i) s[i] = s[i] + s[i + 4];
+  for (int i = 0; i < 2; ++i) s[i] = s[i] + s[i + 2];
+  return s[0] + s[1];
 }
 
 // hsum_float_8 of ggml (x86 quants.c): ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)).

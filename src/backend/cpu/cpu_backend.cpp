@@ -23,6 +23,7 @@ void resize(std::vector<float>& buffer, int64_t n) {
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     : model_(std::move(model)), pool_(n_threads), slot_position_(kKvSlots, -1), slot_moved_by_(kKvSlots, 0) {
+  apply_simd_target_override();
   // All KV memory is allocated here, once; nothing is resized while the engine runs.
   for (const LayerConfig& layer : model_->config().layers) {
     const size_t width = static_cast<size_t>(layer.n_head_kv) * layer.head_dim;

@@ -40,9 +40,14 @@ void DotRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     const uint8_t* row = WeightRow(job, i);
     for (int64_t t = 0; t < x.n_tokens(); ++t) {
-      job.out[t * job.out_stride + i] =
-          quantized ? dot_quant_reference(w.type, row, x.q8_blocks(t), w.cols / kQuantBlock, job.accumulation)
-                    : dot_float_reference(w.type, row, x.values(t), w.cols);
+      float& out = job.out[t * job.out_stride + i];
+      if (quantized) {
+        out = dot_quant_reference(w.type, row, x.q8_blocks(t), w.cols / kQuantBlock, job.accumulation);
+      } else if (w.type == GgmlType::BF16 && job.bf16_accumulation != Bf16Accumulation::kVectorLanes) {
+        out = dot_bf16_pairs_reference(row, x.values(t), w.cols, job.bf16_accumulation);
+      } else {
+        out = dot_float_reference(w.type, row, x.values(t), w.cols);
+      }
     }
   }
 }
@@ -617,6 +622,86 @@ void FloatRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   });
 }
 
+// ============================================================================ BF16 pairs
+
+// BF16 rows in the VDPBF16PS order (accumulation.h) on any vector width: a set of 16 lanes is
+// kVecsPerSet vectors, and vector v of a set takes the pairs of values [2vL, 2vL + 2L) of each
+// 32-value chunk (L lanes): their odd and even values, deinterleaved from two loads.
+template <size_t kTokens, Bf16Accumulation kOrder>
+HWY_NOINLINE void Bf16PairTokens(const DotRowsJob& job, const FloatRowTile& tile, int64_t t0) {
+  using DF = hn::ScalableTag<float>;
+  using V = hn::Vec<DF>;
+  const DF df;
+  constexpr size_t kLanes = hn::MaxLanes(DF());
+  constexpr size_t kVecsPerSet = 16 / kLanes;
+  constexpr int64_t kSets = kOrder == Bf16Accumulation::kPairsTiled ? 1 : 2;
+  const PreparedActivations& x = *job.activations;
+  const int64_t cols = x.cols();
+  const int64_t paired = kSets == 1 ? cols : cols / 64 * 64;
+  const float* x_values[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) x_values[t] = x.values(t0 + t);
+  V acc[kFloatTileRows][kTokens][kSets][kVecsPerSet];
+  for (auto& row : acc)
+    for (auto& token : row)
+      for (auto& set : token)
+        for (V& v : set) v = hn::Zero(df);
+  for (int64_t c = 0; c < paired; c += 32) {
+    const int64_t set = kSets == 1 ? 0 : (c / 32) % 2;
+    for (size_t v = 0; v < kVecsPerSet; ++v) {
+      const int64_t i = c + static_cast<int64_t>(2 * v * kLanes);
+      V w_odd[kFloatTileRows], w_even[kFloatTileRows];
+      for (int64_t r = 0; r < kFloatTileRows; ++r) {
+        const V lo = BF16Rows::Load(df, tile.rows[r], i), hi = BF16Rows::Load(df, tile.rows[r], i + kLanes);
+        w_odd[r] = hn::ConcatOdd(df, hi, lo);
+        w_even[r] = hn::ConcatEven(df, hi, lo);
+      }
+      for (size_t t = 0; t < kTokens; ++t) {
+        const V lo = hn::LoadU(df, x_values[t] + i), hi = hn::LoadU(df, x_values[t] + i + kLanes);
+        const V x_odd = hn::ConcatOdd(df, hi, lo), x_even = hn::ConcatEven(df, hi, lo);
+        for (int64_t r = 0; r < kFloatTileRows; ++r) {
+          V& a = acc[r][t][set][v];
+          a = hn::Add(a, hn::Mul(w_odd[r], x_odd));  // exact products: one rounding per addition
+          a = hn::Add(a, hn::Mul(w_even[r], x_even));
+        }
+      }
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) {
+    float results[kFloatTileRows];
+    for (int64_t r = 0; r < kFloatTileRows; ++r) {
+      float lanes[kSets][16];
+      for (int64_t set = 0; set < kSets; ++set)
+        for (size_t v = 0; v < kVecsPerSet; ++v) hn::StoreU(acc[r][t][set][v], df, lanes[set] + v * kLanes);
+      if constexpr (kSets == 1) {
+        results[r] = sum_16_lanes_in_reduce_order(lanes[0]);
+      } else {
+        double sum = sum_16_lanes_in_reduce_order(lanes[0]);
+        sum += sum_16_lanes_in_reduce_order(lanes[1]);
+        for (int64_t j = paired; j < cols; ++j) sum += decode_float_weight(GgmlType::BF16, tile.rows[r], j) * x_values[t][j];
+        results[r] = static_cast<float>(sum);
+      }
+    }
+    StoreTileResults(job, tile, t0 + t, results);
+  }
+}
+
+template <Bf16Accumulation kOrder>
+void Bf16PairRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  ForEachRowTile<kFloatTileRows>(job, begin, end, [&](const FloatRowTile& tile) {
+    ForEachTokenTile<kFloatTileTokens>(job.activations->n_tokens(), [&](auto tokens, int64_t t0) {
+      Bf16PairTokens<decltype(tokens)::value, kOrder>(job, tile, t0);
+    });
+  });
+}
+
+void Bf16Rows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  switch (job.bf16_accumulation) {
+    case Bf16Accumulation::kVectorLanes: return FloatRows<BF16Rows>(job, begin, end);
+    case Bf16Accumulation::kPairsTiled: return Bf16PairRows<Bf16Accumulation::kPairsTiled>(job, begin, end);
+    case Bf16Accumulation::kPairsVecDot: return Bf16PairRows<Bf16Accumulation::kPairsVecDot>(job, begin, end);
+  }
+}
+
 // ============================================================================ entry
 
 void DotRows(const DotRowsJob& job, int64_t begin, int64_t end) {
@@ -624,7 +709,7 @@ void DotRows(const DotRowsJob& job, int64_t begin, int64_t end) {
     case GgmlType::Q4_0: return QuantRows<Q4_0Rows>(job, begin, end);
     case GgmlType::Q8_0: return QuantRows<Q8_0Rows>(job, begin, end);
     case GgmlType::F16: return FloatRows<F16Rows>(job, begin, end);
-    case GgmlType::BF16: return FloatRows<BF16Rows>(job, begin, end);
+    case GgmlType::BF16: return Bf16Rows(job, begin, end);
     case GgmlType::F32: return FloatRows<F32Rows>(job, begin, end);
   }
 }

@@ -18,6 +18,7 @@ inline constexpr int64_t kDotRowGrain = 16;
 struct DotRowsJob {
   const WeightMatrix* weights = nullptr;
   QuantAccumulation accumulation = QuantAccumulation::kEightLanes;  // Q4_0 / Q8_0 only
+  Bf16Accumulation bf16_accumulation = Bf16Accumulation::kVectorLanes;  // BF16 only
   const PreparedActivations* activations = nullptr;  // prepared for weights->type
   std::span<const int32_t> row_ids;  // output row i is weight row row_ids[i]; empty: row i
   float* out = nullptr;              // out[t * out_stride + i] for token t, output row i

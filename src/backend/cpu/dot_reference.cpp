@@ -33,4 +33,23 @@ float dot_float_reference(GgmlType weight_type, const uint8_t* weight_row, const
   return sum;
 }
 
+float dot_bf16_pairs_reference(const uint8_t* weight_row, const float* x, int64_t n, Bf16Accumulation order) {
+  const bool tiled = order == Bf16Accumulation::kPairsTiled;
+  const int64_t paired = tiled ? n : n / 64 * 64;
+  float lanes[2][16] = {};
+  for (int64_t c = 0; c < paired; c += 32) {
+    float* set = lanes[tiled ? 0 : (c / 32) % 2];
+    for (int64_t j = 0; j < 16; ++j) {
+      const int64_t odd = c + 2 * j + 1, even = c + 2 * j;
+      set[j] += decode_float_weight(GgmlType::BF16, weight_row, odd) * x[odd];  // exact product, one rounding
+      set[j] += decode_float_weight(GgmlType::BF16, weight_row, even) * x[even];
+    }
+  }
+  if (tiled) return sum_16_lanes_in_reduce_order(lanes[0]);
+  double sum = sum_16_lanes_in_reduce_order(lanes[0]);
+  sum += sum_16_lanes_in_reduce_order(lanes[1]);
+  for (int64_t i = paired; i < n; ++i) sum += decode_float_weight(GgmlType::BF16, weight_row, i) * x[i];
+  return static_cast<float>(sum);
+}
+
 }  // namespace channel::cpu

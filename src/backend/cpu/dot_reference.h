@@ -18,4 +18,8 @@ float dot_quant_reference(GgmlType weight_type, const uint8_t* weight_row, const
 // activation type: products of the f32-decoded values summed in f32, in index order.
 float dot_float_reference(GgmlType weight_type, const uint8_t* weight_row, const float* x, int64_t n);
 
+// A BF16 weight row of n values times bf16-rounded activations, in one of the VDPBF16PS pair
+// orders of accumulation.h (kPairsTiled needs n to be a multiple of 32).
+float dot_bf16_pairs_reference(const uint8_t* weight_row, const float* x, int64_t n, Bf16Accumulation order);
+
 }  // namespace channel::cpu

@@ -38,6 +38,7 @@ void multiply(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span
   DotRowsJob job;
   job.weights = &w;
   job.accumulation = quant_accumulation(w);
+  job.bf16_accumulation = bf16_accumulation(w, n_tokens);
   job.activations = &activations;
   job.row_ids = row_ids;
   job.out = out;

@@ -4,6 +4,7 @@
 //
 //   llama_oracle eval     --model M --tokens 2,17,4 --logits-out FILE   all-position logits
 //   llama_oracle generate --model M --tokens 2,17,4 -n N                greedy continuation
+//   llama_oracle variants                                               llama.cpp CPU variants here
 //
 // eval feeds the tokens as given (no BOS is added) in a single batch, writes the logits of every
 // position as raw little-endian f32 (n_tokens rows of n_vocab) and prints the argmax of each
@@ -12,6 +13,10 @@
 // Everything runs on the CPU, by default with llama.cpp's own defaults (flash attention auto, which
 // is on for the CPU; f16 KV cache; Q4_0 weights repacked); --flash-attn, --kv-type and --no-repack
 // change them, to see how far llama.cpp moves from itself (its noise floor for a parity threshold).
+// --cpu-variant loads one CPU variant library only (cpu_variants.h: why); eval and generate print it
+// on a line "cpu_variant: NAME". variants prints one line per variant this CPU runs
+// ("variant: NAME SCORE FEATURE,FEATURE,...", best score first), then "default: NAME" (what llama.cpp
+// alone would load) and "reference: NAME" (what --cpu-variant reference loads, its default).
 #include <CLI/CLI.hpp>
 #include <ggml-backend.h>
 #include <llama.h>
@@ -26,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include "cpu_variants.h"
+
 static_assert(std::endian::native == std::endian::little, "logits files are written in host byte order");
 
 namespace {
@@ -38,6 +45,7 @@ struct Options {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string flash_attn = "auto";
   std::string kv_type = "f16";
+  std::string cpu_variant = "reference";
   bool no_repack = false;
   bool verbose = false;
 };
@@ -173,6 +181,27 @@ void run_generate(llama_context* ctx, const std::vector<llama_token>& prompt, in
   print_ids("greedy", generated);
 }
 
+void print_variants(const std::vector<oracle::CpuVariant>& supported, const oracle::CpuVariant& default_variant,
+                    const oracle::CpuVariant& reference_variant) {
+  for (const oracle::CpuVariant& v : supported) {
+    std::string features;
+    for (const std::string& f : v.features) features += (features.empty() ? "" : ",") + f;
+    std::printf("variant: %s %d %s\n", v.name.c_str(), v.score, features.c_str());
+  }
+  std::printf("default: %s\nreference: %s\n", default_variant.name.c_str(), reference_variant.name.c_str());
+}
+
+const oracle::CpuVariant& choose_variant(const std::vector<oracle::CpuVariant>& supported,
+                                         const oracle::CpuVariant& default_variant,
+                                         const oracle::CpuVariant& reference_variant, const std::string& name) {
+  if (name == "default") return default_variant;
+  if (name == "reference") return reference_variant;
+  for (const oracle::CpuVariant& v : supported) {
+    if (v.name == name) return v;
+  }
+  throw std::runtime_error("llama.cpp CPU variant '" + name + "' is not installed or does not run on this CPU");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +219,9 @@ int main(int argc, char** argv) {
                     "KV cache type (f16 = llama.cpp's default; flash attention rounds f32 K/V to f16 anyway)")
         ->capture_default_str()
         ->check(CLI::IsMember({"f16", "f32"}));
+    cmd->add_option("--cpu-variant", opt.cpu_variant,
+                    "llama.cpp CPU variant to load: a name (zen4, haswell, ...), default or reference")
+        ->capture_default_str();
     cmd->add_flag("--no-repack", opt.no_repack, "keep weights in their GGUF layout (no CPU_REPACK buffers)");
     cmd->add_flag("--verbose", opt.verbose, "show llama.cpp's log and the CPU features of the loaded backend");
   };
@@ -199,11 +231,22 @@ int main(int argc, char** argv) {
   CLI::App* generate = app.add_subcommand("generate", "greedy continuation");
   add_common(generate);
   generate->add_option("-n", opt.n_generate, "tokens to generate")->required()->check(CLI::PositiveNumber);
+  CLI::App* variants = app.add_subcommand("variants", "the llama.cpp CPU variants this CPU runs");
+  variants->add_flag("--verbose", opt.verbose, "show llama.cpp's log");
   CLI11_PARSE(app, argc, argv);
 
   try {
     llama_log_set(log_filter, &opt.verbose);
-    ggml_backend_load_all_from_path(CHANNEL_PEER_LIBDIR);
+    const std::vector<oracle::CpuVariant> supported = oracle::supported_cpu_variants(CHANNEL_PEER_LIBDIR);
+    const oracle::CpuVariant& default_variant = oracle::default_cpu_variant(supported);
+    const oracle::CpuVariant& reference_variant = oracle::reference_cpu_variant(supported);
+    if (*variants) {
+      print_variants(supported, default_variant, reference_variant);
+      return 0;
+    }
+    const oracle::CpuVariant& chosen = choose_variant(supported, default_variant, reference_variant, opt.cpu_variant);
+    oracle::load_cpu_variant(chosen);
+    std::printf("cpu_variant: %s\n", chosen.name.c_str());
     llama_backend_init();
 
     const std::vector<llama_token> tokens = parse_tokens(opt.tokens);

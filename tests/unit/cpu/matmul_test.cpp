@@ -11,6 +11,8 @@
 
 #include "backend/cpu/accumulation.h"
 #include "backend/cpu/activation_quant.h"
+#include "backend/cpu/activations.h"
+#include "backend/cpu/dot_kernels.h"
 #include "backend/cpu/dot_reference.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -183,6 +185,38 @@ TEST_P(MatmulTest, MatchesScalarReference) {
             const double tolerance = 2.0 * (shape.cols + 8) * kUnitRoundoff * absolute_terms(m.w, r, xt);
             EXPECT_NEAR(got, expected, tolerance) << "token " << t << " row " << r;
           }
+        }
+      }
+    }
+  }
+}
+
+// The VDPBF16PS pair orders (accumulation.h) add exact products one rounding at a time, with or
+// without FMA: every target gives the reference's bits, whatever order this CPU would choose.
+TEST_P(MatmulTest, Bf16PairOrdersMatchTheirReferenceExactly) {
+  std::mt19937 rng(5);
+  for (const Bf16Accumulation order : {Bf16Accumulation::kPairsTiled, Bf16Accumulation::kPairsVecDot}) {
+    for (const Shape& shape : kShapes) {
+      if (order == Bf16Accumulation::kPairsTiled && shape.cols % 32 != 0) continue;
+      SCOPED_TRACE(::testing::Message() << (order == Bf16Accumulation::kPairsTiled ? "tiled " : "vec_dot ")
+                                        << shape.rows << "x" << shape.cols << ", " << shape.n_tokens << " tokens");
+      const TestMatrix m = random_matrix(GgmlType::BF16, shape.rows, shape.cols, rng);
+      const std::vector<float> x = random_activations(shape.n_tokens * shape.cols, rng);
+      const PreparedActivations activations(GgmlType::BF16, x.data(), shape.n_tokens, shape.cols);
+      std::vector<float> out(shape.n_tokens * shape.rows, std::nanf(""));
+      DotRowsJob job;
+      job.weights = &m.w;
+      job.bf16_accumulation = order;
+      job.activations = &activations;
+      job.out = out.data();
+      job.out_stride = shape.rows;
+      dot_rows(job, 0, shape.rows);
+      for (int64_t t = 0; t < shape.n_tokens; ++t) {
+        const ConvertedToken xt = convert_token(GgmlType::BF16, x.data() + t * shape.cols, shape.cols);
+        for (int64_t r = 0; r < shape.rows; ++r) {
+          EXPECT_EQ(out[t * shape.rows + r], dot_bf16_pairs_reference(row_data(m.w, r), xt.rounded.data(), shape.cols,
+                                                                      order))
+              << "token " << t << " row " << r;
         }
       }
     }

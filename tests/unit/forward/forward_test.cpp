@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "backend/cpu/accumulation.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "engine/stream_context.h"
@@ -43,12 +44,17 @@ TEST_P(Forward, PrefillMatchesTokenByTokenDecode) {
 
   cpu::CpuBackend stepped_backend(model, 2);
   StreamContext stepped(stepped_backend, model->config());
+  // Same kernels, different batch shapes: agreement to float rounding. Except BF16 on CPUs with
+  // AVX512_BF16, where prefill and decode add in llama.cpp's two different orders (tinyBLAS,
+  // ggml_vec_dot_bf16: accumulation.h) and bf16 rounding of the activations amplifies the
+  // last-bit differences to a few 1e-3, as in llama.cpp.
+  const bool two_orders = type == GgmlType::BF16 && cpu::cpu_has_avx512_bf16();
+  const double tolerance = two_orders ? 1e-2 : 1e-5;
   for (size_t i = 0; i < tokens.size(); ++i) {
     Logits one;
     stepped.append(std::span<const int32_t>(&tokens[i], 1), LogitsWanted::Last, one);
     for (float v : one.row(0)) ASSERT_TRUE(std::isfinite(v));
-    // Same kernels, different batch shapes: agreement to float rounding.
-    EXPECT_LT(relative_l2(one.row(0), all.row(static_cast<int64_t>(i))), 1e-5) << "position " << i;
+    EXPECT_LT(relative_l2(one.row(0), all.row(static_cast<int64_t>(i))), tolerance) << "position " << i;
   }
 }
 
