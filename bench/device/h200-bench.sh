@@ -14,8 +14,9 @@
 #      figures are skipped), e.g. gemma4-12b.
 #   7. (MATVEC="SHAPE SHAPE ...") channel_vulkan_matvec_bench with these matrix-vector shapes
 #      (threads,rows,subgroup_rows; "default" for the built-in one): GB/s per decode matrix.
+#   8. (SUBMIT="1 4 48") decode at depth 0 with each of these --layers-per-submit.
 # PEER=0 skips llama.cpp (its build takes most of the call).
-# usage: [PEER=0] [PROFILE=1] [PROBE_PRESET=gemma4-12b] [MATVEC="default 128,8,2"] bash bench/device/h200-bench.sh [PRESET] [GEN_TOKENS]
+# usage: [PEER=0] [PROFILE=1] [PROBE_PRESET=gemma4-12b] [MATVEC="default 128,8,2"] [SUBMIT="1 4"] bash bench/device/h200-bench.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
@@ -74,8 +75,13 @@ tail -3 "$OUT/bench.log"
 if [ "${PROFILE:-0}" = 1 ]; then
   echo "== profile: decode at depth 0 and with 3000 tokens, stages summed"
   CHANNEL_VULKAN_PROFILE=1 timeout 120 "$CH" bench --gpu -m /tmp/bench-model.gguf -p 16 -n 32 -r 1 --no-full-ring 2>&1 |
-    grep -A30 "vulkan profile" | head -14
+    grep -A40 "vulkan profile" | head -30
 fi
+for lps in ${SUBMIT:-}; do
+  echo "== decode with --layers-per-submit $lps"
+  timeout 120 "$CH" bench --gpu --layers-per-submit "$lps" -m /tmp/bench-model.gguf -p 64 -n 64 -r 2 --no-full-ring 2>/dev/null |
+    grep -E "^decode"
+done
 if [ -n "${PROBE_PRESET:-}" ]; then
   echo "== channel bench --gpu on $PROBE_PRESET (probe and snapshot figures)"
   "$CH" model synth --preset "$PROBE_PRESET" --vocab "$VOCAB" --out /tmp/probe-model.gguf 2> /dev/null
