@@ -32,6 +32,26 @@ def existing_file(text):
     return path
 
 
+def add_common_arguments(parser, report_name):
+    """The options both drivers take: the binaries, the vocabulary, the work folder, the weight types
+    and architectures, and the llama.cpp CPU variant."""
+    parser.add_argument("--channel", required=True, type=existing_file, help="the channel binary")
+    parser.add_argument("--oracle", required=True, type=existing_file, help="the llama_oracle binary")
+    parser.add_argument("--vocab", required=True, type=existing_file, help="Gemma 4 vocabulary GGUF")
+    parser.add_argument("--workdir", required=True, type=Path, help=f"models, logits and {report_name} go here")
+    parser.add_argument("--types", type=comma_list(str), default=list(THRESHOLDS), help="weight types")
+    parser.add_argument("--archs", type=comma_list(str), default=["gemma3", "gemma4"])
+    parser.add_argument("--cpu-variant", default="reference",
+                        help="llama.cpp CPU variant to compare against (default: reference, the best without AMX "
+                             "or FP16 arithmetic)")
+
+
+def check_common_arguments(parser, args):
+    unknown = set(args.types) - set(THRESHOLDS)
+    if unknown:
+        parser.error(f"no thresholds for weight types {sorted(unknown)}")
+
+
 def run(command, env=None):
     """Runs a command (with `env` added to the environment) and returns its CompletedProcess; on
     failure raises with its stderr (or stdout)."""

@@ -17,34 +17,24 @@ markdown, and exits non-zero if any case misses its threshold or fails to run.
 import argparse
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
-from parity_common import (THRESHOLDS, comma_list, compare_logits, cpu_variants, existing_file, gguf_array_length,
-                           labelled_ids, make_prompt, markdown_table, oracle_eval, print_table, read_logits, run)
+from parity_common import (THRESHOLDS, add_common_arguments, check_common_arguments, comma_list, compare_logits,
+                           cpu_variants, gguf_array_length, labelled_ids, make_prompt, markdown_table, oracle_eval,
+                           print_table, read_logits, run)
 
 GREEDY_TYPES = {"f32"}  # only unquantized F32 is expected to reproduce llama.cpp's greedy tokens exactly
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--channel", required=True, type=existing_file, help="the channel binary")
-    parser.add_argument("--oracle", required=True, type=existing_file, help="the llama_oracle binary")
-    parser.add_argument("--vocab", required=True, type=existing_file, help="Gemma 4 vocabulary GGUF")
-    parser.add_argument("--workdir", required=True, type=Path, help="models, logits and parity.md go here")
-    parser.add_argument("--types", type=comma_list(str), default=list(THRESHOLDS), help="weight types")
-    parser.add_argument("--archs", type=comma_list(str), default=["gemma3", "gemma4"])
+    add_common_arguments(parser, "parity.md")
     parser.add_argument("--prompt-lengths", type=comma_list(int), default=[1, 7, 64, 300])
     parser.add_argument("--greedy", type=int, default=64, help="greedy tokens compared for F32 models (0: none)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the models and prompts")
     parser.add_argument("--backend", default="cpu", help="Channel's backend for channel eval (cpu or vulkan)")
-    parser.add_argument("--cpu-variant", default="reference",
-                        help="llama.cpp CPU variant to compare against (default: reference, the best without AMX "
-                             "or FP16 arithmetic)")
     args = parser.parse_args()
-    unknown = set(args.types) - set(THRESHOLDS)
-    if unknown:
-        parser.error(f"no thresholds for weight types {sorted(unknown)}")
+    check_common_arguments(parser, args)
     if min(args.prompt_lengths) < 1:
         parser.error("prompt lengths must be at least 1 (the BOS)")
     return args

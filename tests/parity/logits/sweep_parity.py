@@ -23,13 +23,13 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from parity_common import (THRESHOLDS, comma_list, compare_logits, cpu_variants, existing_file, gguf_array_length,
-                           labelled_line, make_prompt, markdown_table, oracle_eval, print_table, read_logits, run)
+from parity_common import (THRESHOLDS, add_common_arguments, check_common_arguments, comma_list, compare_logits,
+                           cpu_variants, gguf_array_length, labelled_line, make_prompt, markdown_table, oracle_eval,
+                           print_table, read_logits, run)
 
 QUANTIZED = {"q8_0", "q4_0"}
 ARGMAX_MIN_POSITIONS = 50  # a case's own argmax agreement is judged from this many positions on
@@ -37,27 +37,17 @@ ARGMAX_MIN_POSITIONS = 50  # a case's own argmax agreement is judged from this m
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--channel", required=True, type=existing_file, help="the channel binary")
-    parser.add_argument("--oracle", required=True, type=existing_file, help="the llama_oracle binary")
-    parser.add_argument("--vocab", required=True, type=existing_file, help="Gemma 4 vocabulary GGUF")
-    parser.add_argument("--workdir", required=True, type=Path, help="models, logits and sweep.md go here")
+    add_common_arguments(parser, "sweep.md")
     parser.add_argument("--shapes", type=int, default=20, help="number of random shapes (cases 0..N-1)")
     parser.add_argument("--cases", type=comma_list(int), help="run only these case indices (to reproduce one)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the shapes, models and prompts")
-    parser.add_argument("--types", type=comma_list(str), default=list(THRESHOLDS), help="weight types")
-    parser.add_argument("--archs", type=comma_list(str), default=["gemma3", "gemma4"])
     parser.add_argument("--targets", type=comma_list(str),
                         help="Channel SIMD targets (Highway names, e.g. AVX3,AVX2,SSE4,SSSE3,SCALAR); "
                              "default: every one this CPU has")
     parser.add_argument("--every-target", action="store_true",
                         help="run each case on every target (default: the targets take turns)")
-    parser.add_argument("--cpu-variant", default="reference",
-                        help="llama.cpp CPU variant to compare against (default: reference, the best without AMX "
-                             "or FP16 arithmetic)")
     args = parser.parse_args()
-    unknown = set(args.types) - set(THRESHOLDS)
-    if unknown:
-        parser.error(f"no thresholds for weight types {sorted(unknown)}")
+    check_common_arguments(parser, args)
     if args.shapes < 1:
         parser.error("--shapes must be at least 1")
     return args
