@@ -152,9 +152,12 @@ PreparedActivations MatmulKernels::record_prepare(CommandSequence& seq, GgmlType
     return prepared;
   }
   check_alignment(scratch, 16, "scratch");
-  if (is_quantized(weight_type)) prepared = quantized_layout(weight_type, n_tokens, cols, scratch);
-  prepared.values = scratch;
-  prepared.stride = cols;
+  if (is_quantized(weight_type)) {
+    prepared = quantized_layout(weight_type, n_tokens, cols, scratch);
+  } else {
+    prepared.values = scratch;
+    prepared.stride = cols;
+  }
   const uint64_t n = static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(cols);
   if (n == 0) return prepared;
   if (is_quantized(weight_type)) {

@@ -46,6 +46,15 @@ def add_common_arguments(parser, report_name):
                              "or FP16 arithmetic)")
 
 
+def start_run(args):
+    """Makes the work folder, picks the llama.cpp variant (args.variants) and names it; returns the
+    vocabulary size."""
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    args.variants = cpu_variants(args.oracle, args.cpu_variant)
+    print(f"reference: {args.variants.describe()}")
+    return gguf_array_length(args.vocab, "tokenizer.ggml.tokens")
+
+
 def check_common_arguments(parser, args):
     unknown = set(args.types) - set(THRESHOLDS)
     if unknown:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from parity_common import (THRESHOLDS, add_common_arguments, check_common_arguments, comma_list, compare_logits,
-                           cpu_variants, gguf_array_length, labelled_ids, make_prompt, markdown_table, oracle_eval,
-                           print_table, read_logits, run)
+                           labelled_ids, make_prompt, markdown_table, oracle_eval, print_table, read_logits, run,
+                           start_run)
 
 GREEDY_TYPES = {"f32"}  # only unquantized F32 is expected to reproduce llama.cpp's greedy tokens exactly
 
@@ -156,10 +156,7 @@ def markdown(header, rows, errors, variants):
 
 def main():
     args = parse_args()
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    n_vocab = gguf_array_length(args.vocab, "tokenizer.ggml.tokens")
-    args.variants = cpu_variants(args.oracle, args.cpu_variant)
-    print(f"reference: {args.variants.describe()}")
+    n_vocab = start_run(args)
     cases = [case for arch in args.archs for wtype in args.types for case in run_model(arch, wtype, args, n_vocab)]
 
     errors = list(dict.fromkeys(c.error for c in cases if c.error))  # a synth error is shared by its cases

@@ -28,8 +28,8 @@ from typing import Optional
 import numpy as np
 
 from parity_common import (THRESHOLDS, add_common_arguments, check_common_arguments, comma_list, compare_logits,
-                           cpu_variants, gguf_array_length, labelled_line, make_prompt, markdown_table, oracle_eval,
-                           print_table, read_logits, run)
+                           labelled_line, make_prompt, markdown_table, oracle_eval, print_table, read_logits, run,
+                           start_run)
 
 QUANTIZED = {"q8_0", "q4_0"}
 ARGMAX_MIN_POSITIONS = 50  # a case's own argmax agreement is judged from this many positions on
@@ -291,10 +291,7 @@ def reproduction(result):
 
 def main():
     args = parse_args()
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    n_vocab = gguf_array_length(args.vocab, "tokenizer.ggml.tokens")
-    args.variants = cpu_variants(args.oracle, args.cpu_variant)
-    print(f"reference: {args.variants.describe()}")
+    n_vocab = start_run(args)
     indices = args.cases if args.cases is not None else list(range(args.shapes))
     shapes = [draw_shape(args.seed, i, args.archs, args.types) for i in indices]
 
