@@ -82,7 +82,7 @@ class CommandSequence {
   // submission, in nanoseconds from an arbitrary origin (differences are durations: per-kernel
   // times against bytes moved), NaN for indices not written in this recording. Unavailable where
   // Device::timestamp_valid_bits() is 0 (throws).
-  static constexpr uint32_t kMaxTimestamps = 64;
+  static constexpr uint32_t kMaxTimestamps = 128;
   void write_timestamp(uint32_t index);
   std::vector<double> timestamps_ns() const;
 

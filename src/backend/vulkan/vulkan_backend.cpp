@@ -207,10 +207,11 @@ VulkanBackend::~VulkanBackend() {
   device_->wait_idle();
   if (profiling_ && !profile_ns_.empty()) {
     double total = 0;
-    for (const auto& [stage, ns] : profile_ns_) total += ns;
+    for (const auto& [stage, time] : profile_ns_) total += time.ns;
     fmt::print(stderr, "vulkan profile: GPU time by stage, {:.1f} ms in all\n", total / 1e6);
-    for (const auto& [stage, ns] : profile_ns_) {
-      fmt::print(stderr, "  {:<24} {:10.2f} ms {:5.1f}%\n", stage, ns / 1e6, 100.0 * ns / total);
+    for (const auto& [stage, time] : profile_ns_) {
+      fmt::print(stderr, "  {:<24} {:10.2f} ms {:5.1f}% {:8} times {:8.2f} us each\n", stage, time.ns / 1e6,
+                 100.0 * time.ns / total, time.count, time.ns / 1e3 / time.count);
     }
     fmt::print(stderr, "vulkan profile: host time by step\n");
     for (const auto& [step, ns] : host_ns_) fmt::print(stderr, "  {:<24} {:10.2f} ms\n", step, ns / 1e6);
@@ -240,7 +241,11 @@ void VulkanBackend::collect_profile(int sequence) {
   auto& marks = profile_marks_[sequence];
   if (!profiling_ || marks.empty()) return;
   const std::vector<double> ns = sequences_[sequence]->timestamps_ns();
-  for (size_t i = 1; i < marks.size(); ++i) profile_ns_[marks[i]] += ns[i] - ns[i - 1];
+  for (size_t i = 1; i < marks.size(); ++i) {
+    StageTime& stage = profile_ns_[marks[i]];
+    stage.ns += ns[i] - ns[i - 1];
+    ++stage.count;
+  }
   marks.clear();
 }
 
@@ -604,12 +609,13 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   const uint32_t width = static_cast<uint32_t>(kv_width(lc));
 
   const PreparedActivations a = record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens);
+  mark(seq, "attn norm");
   matmul_->record_matmul(seq, w.wq, a, q_.address(), q_width);
   matmul_->record_matmul(seq, w.wk, a, k_.address(), width);
   // Gemma 4 layers without attn_v: V = K (the projection before K's norm and RoPE).
   if (w.wv) matmul_->record_matmul(seq, *w.wv, a, v_.address(), width);
   seq.barrier();
-  mark(seq, "attn norm + qkv");
+  mark(seq, "qkv");
 
   LayerCache& cache = cache_[il];
   const InputsPush inputs{q_.address(),
@@ -660,17 +666,19 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   seq.dispatch_groups(pipeline(scheme.scheme == 2 ? "attention" : "attention_rows"), attention,
                       uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1));
   seq.barrier();
+  mark(seq, lc.sliding ? "attention (sliding)" : "attention (global)");
   if (split) {
     const CombinePush combine{partials_.address(), attn_.address(), static_cast<uint32_t>(lc.n_head), scheme.n_chunks,
                               static_cast<uint32_t>(lc.head_dim), 0};
     seq.dispatch_groups(pipeline("attention_combine", kAttentionWorkgroup), combine, lc.n_head);
     seq.barrier();
+    mark(seq, "attention combine");
   }
-  mark(seq, lc.sliding ? "attention (sliding)" : "attention (global)");
 
   const PreparedActivations o =
       matmul_->record_prepare(seq, w.wo.type, attn_.address(), n_tokens, q_width, q_width, scratch_.address());
   seq.barrier();
+  mark(seq, "wo input");
   matmul_->record_matmul(seq, w.wo, o, proj_.address(), n_embd);
   seq.barrier();
   mark(seq, "wo");
@@ -685,15 +693,18 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
   // The attention block's sandwich norm into the residual, then the FFN's input norm.
   const PreparedActivations a = record_norm_input(seq, w.gate.type, proj_.address(), w.post_attn_norm, x_.address(),
                                                   w.ffn_norm, 1.0f, n_tokens);
+  mark(seq, "post-attn + ffn norm");
   matmul_->record_matmul(seq, w.gate, a, gate_.address(), n_ff);
   matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
   seq.barrier();
-  mark(seq, "post-attn + ffn norm, gate/up");
+  mark(seq, "gate/up");
   const PreparedActivations d = record_geglu_input(seq, w.down.type, n_tokens, n_ff);
+  mark(seq, "geglu");
   matmul_->record_matmul(seq, w.down, d, proj_.address(), n_embd);
   seq.barrier();
+  mark(seq, "down");
   record_norm(seq, proj_.address(), w.post_ffn_norm, 0, x_.address(), n_embd, n_tokens, w.output_scale);
-  mark(seq, "geglu + down + norm");
+  mark(seq, "post-ffn norm");
 }
 
 PreparedActivations VulkanBackend::record_geglu_input(CommandSequence& seq, GgmlType weight_type, uint32_t n_tokens,

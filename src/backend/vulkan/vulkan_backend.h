@@ -110,7 +110,11 @@ class VulkanBackend final : public Backend {
   std::array<std::unique_ptr<CommandSequence>, 2> sequences_;  // alternating: one records while the other runs
   bool profiling_ = false;
   std::array<std::vector<const char*>, 2> profile_marks_;  // stage ending at each timestamp of a sequence
-  std::map<std::string, double> profile_ns_;
+  struct StageTime {
+    double ns = 0;
+    uint64_t count = 0;
+  };
+  std::map<std::string, StageTime> profile_ns_;
   std::map<std::string, double> host_ns_;
 
   // Weights: one buffer per matrix, all f32 vectors (norms, frequency factors) in one buffer.
