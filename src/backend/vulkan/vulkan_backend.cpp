@@ -666,7 +666,10 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   seq.dispatch_groups(pipeline(scheme.scheme == 2 ? "attention" : "attention_rows"), attention,
                       uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1));
   seq.barrier();
-  mark(seq, lc.sliding ? "attention (sliding)" : "attention (global)");
+  static constexpr const char* kAttentionStage[3][2] = {{"attention (global)", "attention (sliding)"},
+                                                         {"attention split (global)", "attention split (sliding)"},
+                                                         {"attention tiled (global)", "attention tiled (sliding)"}};
+  mark(seq, kAttentionStage[scheme.scheme][lc.sliding ? 1 : 0]);
   if (split) {
     const CombinePush combine{partials_.address(), attn_.address(), static_cast<uint32_t>(lc.n_head), scheme.n_chunks,
                               static_cast<uint32_t>(lc.head_dim), 0};
