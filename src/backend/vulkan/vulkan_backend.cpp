@@ -233,7 +233,7 @@ void VulkanBackend::mark(CommandSequence& seq, const char* stage) {
   if (!profiling_) return;
   auto& marks = profile_marks_[&seq == sequences_[1].get() ? 1 : 0];
   if (marks.size() >= CommandSequence::kMaxTimestamps) return;
-  marks.push_back(stage);
+  marks.push_back(profile_batch_ ? fmt::format("batch: {}", stage) : std::string(stage));
   seq.write_timestamp(static_cast<uint32_t>(marks.size() - 1));
 }
 
@@ -480,6 +480,7 @@ bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, 
   const ModelConfig& config = model_->config();
   host_timed("step inputs", [&] { write_step_inputs(batch, view, step); });
   const uint32_t n = step.n_tokens;
+  profile_batch_ = n > 1;
 
   // Embedding and the layers, in chunks of layers_per_submit; the cancellation check runs
   // between chunks (a check per layer would cost a device round trip per layer).
@@ -608,7 +609,10 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   const uint32_t q_width = static_cast<uint32_t>(lc.n_head * lc.head_dim);
   const uint32_t width = static_cast<uint32_t>(kv_width(lc));
 
-  const PreparedActivations a = record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens);
+  const PreparedActivations a =
+      attention_input_prepared(il)
+          ? MatmulKernels::quantized_layout(w.wq.type, n_tokens, n_embd, scratch_.address())
+          : record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens);
   mark(seq, "attn norm");
   matmul_->record_matmul(seq, w.wq, a, q_.address(), q_width);
   matmul_->record_matmul(seq, w.wk, a, k_.address(), width);
@@ -706,8 +710,22 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
   matmul_->record_matmul(seq, w.down, d, proj_.address(), n_embd);
   seq.barrier();
   mark(seq, "down");
-  record_norm(seq, proj_.address(), w.post_ffn_norm, 0, x_.address(), n_embd, n_tokens, w.output_scale);
-  mark(seq, "post-ffn norm");
+  if (il + 1 < config.n_layer && attention_input_prepared(il + 1)) {
+    // The FFN's sandwich norm into the residual, then the next layer's attention input norm.
+    const LayerWeights& next = layers_[il + 1];
+    record_norm_input(seq, next.wq.type, proj_.address(), w.post_ffn_norm, x_.address(), next.attn_norm, w.output_scale,
+                      n_tokens);
+    mark(seq, "post-ffn + next attn norm");
+  } else {
+    record_norm(seq, proj_.address(), w.post_ffn_norm, 0, x_.address(), n_embd, n_tokens, w.output_scale);
+    mark(seq, "post-ffn norm");
+  }
+}
+
+bool VulkanBackend::attention_input_prepared(int il) const {
+  // Quantized Q/K/V read Q8_0 activations whose layout (MatmulKernels::quantized_layout) needs no
+  // recorded state, so the previous layer's last norm can write them (one dispatch fewer).
+  return il > 0 && is_quantized(layers_[il].wq.type);
 }
 
 PreparedActivations VulkanBackend::record_geglu_input(CommandSequence& seq, GgmlType weight_type, uint32_t n_tokens,

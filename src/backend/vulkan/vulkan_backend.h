@@ -73,6 +73,8 @@ class VulkanBackend final : public Backend {
   void record_layer(CommandSequence& seq, int il, uint32_t n_tokens);
   void record_attention(CommandSequence& seq, int il, uint32_t n_tokens);
   void record_ffn(CommandSequence& seq, int il, uint32_t n_tokens);
+  // Whether layer il's attention input (normed and quantized) is written by layer il - 1.
+  bool attention_input_prepared(int il) const;
   void record_norm(CommandSequence& seq, VkDeviceAddress x, VkDeviceAddress weight, VkDeviceAddress dst,
                    VkDeviceAddress residual, uint32_t n, uint32_t rows, float out_scale);
   // RMSNorm of `rows` embedding-wide rows of x by `weight`, prepared as the input of weight_type
@@ -109,7 +111,8 @@ class VulkanBackend final : public Backend {
   mutable std::unique_ptr<Transfer> transfer_;
   std::array<std::unique_ptr<CommandSequence>, 2> sequences_;  // alternating: one records while the other runs
   bool profiling_ = false;
-  std::array<std::vector<const char*>, 2> profile_marks_;  // stage ending at each timestamp of a sequence
+  std::array<std::vector<std::string>, 2> profile_marks_;  // stage ending at each timestamp of a sequence
+  bool profile_batch_ = false;  // the step being recorded has several tokens: its stages are counted apart
   struct StageTime {
     double ns = 0;
     uint64_t count = 0;
