@@ -15,8 +15,9 @@
 #   7. (MATVEC="SHAPE SHAPE ...") channel_vulkan_matvec_bench with these matrix-vector shapes
 #      (threads,rows,subgroup_rows; "default" for the built-in one): GB/s per decode matrix.
 #   8. (SUBMIT="1 4 48") decode at depth 0 with each of these --layers-per-submit.
+#   9. (GPU_TESTS=1) the GPU unit tests (tests/unit/gpu: kernels and the backend against the CPU).
 # PEER=0 skips llama.cpp (its build takes most of the call).
-# usage: [PEER=0] [PROFILE=1] [PROBE_PRESET=gemma4-12b] [MATVEC="default 128,8,2"] [SUBMIT="1 4"] bash bench/device/h200-bench.sh [PRESET] [GEN_TOKENS]
+# usage: [PEER=0] [GPU_TESTS=1] [PROFILE=1] [PROBE_PRESET=gemma4-12b] [MATVEC="default 128,8,2"] [SUBMIT="1 4"] bash bench/device/h200-bench.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
@@ -53,6 +54,12 @@ print(f"{sys.argv[1]} {sys.argv[2]}: rel L2 {rel:.3e}, argmax {sum(i == j for i,
 PY
   done
 done
+
+if [ "${GPU_TESTS:-0}" = 1 ]; then
+  echo "== GPU unit tests (every kernel against the CPU path) on this device"
+  CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" 2>&1 | tee "$OUT/gpu-tests.txt" |
+    grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+fi
 
 if [ -n "${MATVEC:-}" ]; then
   echo "== matrix-vector kernels (GB/s per decode matrix of Gemma 3 12B)"

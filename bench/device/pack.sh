@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares, on the build machine, what bench/device/h200-bench.sh needs on a GPU machine that
-# has no network: the channel binary, the Vulkan matrix-vector benchmark and their two shared
+# has no network: the channel binary, the Vulkan matrix-vector benchmark, the GPU unit tests and their two shared
 # libraries (.devrun/), the Vulkan loader
 # as a Debian package (.gl/), and llama.cpp's source and the Gemma 4 vocabulary from the npm peer
 # (.peer/). All three folders are git-ignored locally (.git/info/exclude) and named in the
@@ -13,7 +13,7 @@ mkdir -p .git/info
 for d in .gl .peer .devrun; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
 
 rm -rf .devrun && mkdir -p .devrun/lib
-cp "$BUILD_DIR/channel" "$BUILD_DIR/bench/channel_vulkan_matvec_bench" .devrun/
+cp "$BUILD_DIR/channel" "$BUILD_DIR/bench/channel_vulkan_matvec_bench" "$BUILD_DIR/tests/channel_gpu_tests" .devrun/
 for lib in libhwy.so.1 libfmt.so.9; do cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .devrun/lib/; done
 
 mkdir -p .gl /tmp/amd64/partial

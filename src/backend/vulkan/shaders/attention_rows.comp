@@ -85,23 +85,30 @@ void score_tile(uint j0, uint n, uint kv_head, int position, int min_position) {
   barrier();
 }
 
+// This invocation's pairs of output dims: pair_index(i) for each i < kMaxPairsPerLane where
+// owns_pair(i). Loops over them are unrolled to constant indices, so the accumulators stay in
+// registers.
+uint pair_index(uint i) { return gl_LocalInvocationID.x + i * gl_WorkGroupSize.x; }
+bool owns_pair(uint i) { return pair_index(i) < p.head_dim / 2u; }
+
 // One step of the online softmax: key `score` with this invocation's values v (running maximum
 // m, sum s and the f16 accumulators).
 void accumulate_key(float score, vec2 v[kMaxPairsPerLane], inout float m, inout float s,
                     inout vec2 acc[kMaxPairsPerLane]) {
-  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, pairs = p.head_dim / 2u;
   float ms = 1.0, vs = 1.0;
   if (score > m) {  // a new maximum: rescale what was accumulated (ggml_vec_scale_f16)
     ms = exp(m - score);
     m = score;
-    for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
-      acc[i] = vec2(round_to_f16(acc[i].x * ms), round_to_f16(acc[i].y * ms));
+    [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
+      if (owns_pair(i)) acc[i] = vec2(round_to_f16(acc[i].x * ms), round_to_f16(acc[i].y * ms));
     }
   } else {
     vs = exp(score - m);
   }
-  for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
-    acc[i] = vec2(round_to_f16(fma(v[i].x, vs, acc[i].x)), round_to_f16(fma(v[i].y, vs, acc[i].y)));
+  [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
+    if (owns_pair(i)) {
+      acc[i] = vec2(round_to_f16(fma(v[i].x, vs, acc[i].x)), round_to_f16(fma(v[i].y, vs, acc[i].y)));
+    }
   }
   precise float scaled = s * ms;  // S = S*ms + vs, the product rounded on its own
   s = scaled + vs;
@@ -109,14 +116,15 @@ void accumulate_key(float score, vec2 v[kMaxPairsPerLane], inout float m, inout 
 
 // Step 2: the tile's n keys in order, each key's values loaded kLoadsAhead keys before its turn.
 void accumulate_tile(uint n, uint kv_head, inout float m, inout float s, inout vec2 acc[kMaxPairsPerLane]) {
-  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, pairs = p.head_dim / 2u;
   for (uint k0 = 0; k0 < n; k0 += kLoadsAhead) {
     vec2 values[kLoadsAhead][kMaxPairsPerLane];
     [[unroll]] for (uint a = 0; a < kLoadsAhead; ++a) {
       const uint k = k0 + a;
       if (k < n && tile_scores[k] != kMinusInfinity) {
         U32Ptr row = U32Ptr(p.v_cache + uint64_t(kv_row_offset(tile_slots[k], kv_head)) * 2u);
-        for (uint i = 0, w = lane; w < pairs; ++i, w += stride) values[a][i] = unpackHalf2x16(row.v[w]);
+        [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
+          if (owns_pair(i)) values[a][i] = unpackHalf2x16(row.v[pair_index(i)]);
+        }
       }
     }
     [[unroll]] for (uint a = 0; a < kLoadsAhead; ++a) {
@@ -136,8 +144,7 @@ void main() {
   // The listed keys this workgroup reads: its chunk of llama.cpp's cells, or all of them.
   const uint begin = split ? list_index(int(chunk * p.chunk_cells)) : 0u;
   const uint end = split ? list_index(int((chunk + 1u) * p.chunk_cells)) : p.n_view;
-  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x;
-  const uint dim = p.head_dim, pairs = dim / 2u;
+  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
   const uint kv_head = h / (p.n_head / p.n_head_kv);
   const int position = I32Ptr(p.positions).v[t];
   const int min_position = min_visible_position(position);
@@ -148,7 +155,7 @@ void main() {
 
   float m = kMinusInfinity, s = 0.0;
   vec2 acc[kMaxPairsPerLane];
-  for (uint i = 0; i < kMaxPairsPerLane; ++i) acc[i] = vec2(0.0);
+  [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) acc[i] = vec2(0.0);
   for (uint j0 = begin; j0 < end; j0 += kTile) {
     const uint n = min(kTile, end - j0);
     score_tile(j0, n, kv_head, position, min_position);
@@ -161,16 +168,18 @@ void main() {
       partial.v[0] = m;
       partial.v[1] = s;
     }
-    for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
-      partial.v[2u + 2u * w] = acc[i].x;
-      partial.v[3u + 2u * w] = acc[i].y;
+    [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
+      if (!owns_pair(i)) continue;
+      partial.v[2u + 2u * pair_index(i)] = acc[i].x;
+      partial.v[3u + 2u * pair_index(i)] = acc[i].y;
     }
     return;
   }
   const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
   F32Ptr dst = F32Ptr(p.dst + (uint64_t(t) * p.n_head * dim + h * dim) * 4u);
-  for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
-    dst.v[2u * w] = acc[i].x * inverse;
-    dst.v[2u * w + 1u] = acc[i].y * inverse;
+  [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
+    if (!owns_pair(i)) continue;
+    dst.v[2u * pair_index(i)] = acc[i].x * inverse;
+    dst.v[2u * pair_index(i) + 1u] = acc[i].y * inverse;
   }
 }
