@@ -38,10 +38,8 @@ void list_gpus() {
                yes_no(f.shader_float16), yes_no(f.storage_buffer_16bit), yes_no(f.storage_buffer_8bit),
                yes_no(f.shader_int8), yes_no(f.buffer_device_address), yes_no(f.shader_int64),
                yes_no(f.shader_float64), yes_no(f.subgroup_arithmetic));
-    fmt::print("            integer dot product {} (4x8 accelerated {}), cooperative matrix {}, "
-               "exact f16 conversion {}\n",
-               yes_no(f.integer_dot_product), yes_no(f.integer_dot_4x8_accelerated), yes_no(f.cooperative_matrix),
-               yes_no(f.exact_f16_conversion));
+    fmt::print("            integer dot product {} (4x8 accelerated {}), cooperative matrix {}\n",
+               yes_no(f.integer_dot_product), yes_no(f.integer_dot_4x8_accelerated), yes_no(f.cooperative_matrix));
     if (d.usable()) {
       fmt::print("  usable: yes\n");
     } else {

@@ -110,14 +110,12 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   VkPhysicalDeviceShaderIntegerDotProductProperties dot{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
   VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
-  VkPhysicalDeviceFloatControlsProperties float_controls{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   chain(tail, subgroup);
   chain(tail, maintenance3);
   if (v12) chain(tail, driver);
   if (v13 || size_control_ext) chain(tail, size_control);
   if (v13 || dot_ext) chain(tail, dot);
   if (v13 || maintenance4_ext) chain(tail, maintenance4);
-  if (v12) chain(tail, float_controls);
   vkGetPhysicalDeviceProperties2(device, &props);
 
   info.driver = v12 ? fmt::format("{} {}", driver.driverName, driver.driverInfo) : std::string("unknown");
@@ -170,8 +168,6 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   // VK_KHR_cooperative_matrix is newer than the Debian 12 headers: looked up by name.
   f.cooperative_matrix = has_device_extension(device, "VK_KHR_cooperative_matrix");
   f.subgroup_size_control = (v13 || size_control_ext) && size_control_features.subgroupSizeControl;
-  f.exact_f16_conversion = f.shader_float16 && v12 && float_controls.shaderRoundingModeRTEFloat16 &&
-                           float_controls.shaderDenormPreserveFloat16;
 
   // ---- memory
   VkPhysicalDeviceMemoryProperties memory{};

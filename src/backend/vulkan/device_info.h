@@ -29,10 +29,6 @@ struct DeviceFeatures {
   bool integer_dot_4x8_accelerated = false;  // ... and its packed signed 4x8 dot runs in hardware
   bool cooperative_matrix = false;        // VK_KHR_cooperative_matrix is offered (not used yet)
   bool subgroup_size_control = false;     // VK_EXT_subgroup_size_control / Vulkan 1.3
-  // f32 -> f16 conversions can be made round-to-nearest-even with f16 subnormals kept (float
-  // controls: shaderRoundingModeRTEFloat16 and shaderDenormPreserveFloat16, with shaderFloat16):
-  // the attention shaders then round in hardware instead of in integer code.
-  bool exact_f16_conversion = false;
 };
 
 struct DeviceInfo {

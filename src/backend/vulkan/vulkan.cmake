@@ -77,10 +77,6 @@ foreach(shader rms_norm norm_quantize attention_inputs attention_rows attention 
                geglu_quantize softcap rotate_keys copy_rows)
   channel_vulkan_shader(${shader} ${shader}.comp)
 endforeach()
-# Attention with f16 rounding in hardware, for devices with exact f16 conversions.
-foreach(shader attention_rows)
-  channel_vulkan_shader(${shader}_f16_rounding ${shader}.comp -DHARDWARE_F16_ROUNDING)
-endforeach()
 
 set(CHANNEL_EMBEDDED_SHADERS ${CHANNEL_SHADER_OUT}/embedded_shaders.cpp)
 add_custom_command(

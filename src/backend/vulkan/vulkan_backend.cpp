@@ -411,8 +411,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
   }
   if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
     const uint32_t spec[] = {max_head_dim + max_head_dim % 2};
-    const bool hardware_rounding = options_.hardware_f16_rounding && device_->info().features.exact_f16_conversion;
-    return pipelines_->get(hardware_rounding ? "attention_rows_f16_rounding" : "attention_rows", spec);
+    return pipelines_->get(shader, spec);
   }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};
   return pipelines_->get(shader, spec);

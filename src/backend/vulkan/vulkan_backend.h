@@ -29,9 +29,6 @@ namespace channel::vulkan {
 struct VulkanBackendOptions {
   std::optional<uint32_t> device_index;  // default: the best device (discrete, integrated, ..., CPU)
   int layers_per_submit = 4;
-  // Attention rounds to f16 with the conversion instruction where the device makes it exact
-  // (DeviceFeatures::exact_f16_conversion); false: always the integer code (tests compare them).
-  bool hardware_f16_rounding = true;
 };
 
 class VulkanBackend final : public Backend {

@@ -11,7 +11,6 @@
 #include "core/split_mix.h"
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/vulkan/device_info.h"
 #include "backend/vulkan/vulkan_backend.h"
 #include "engine/stream_context.h"
 #include "gpu_test_support.h"
@@ -183,46 +182,6 @@ TEST(VulkanBackend, LongBatchAndSplitKvDecodeMatchTheCpu) {
   ASSERT_TRUE(gpu->forward(step, decode_view, LogitsWanted::Last, {}, a));
   ASSERT_TRUE(cpu.forward(step, decode_view, LogitsWanted::Last, {}, b));
   EXPECT_LT(relative_l2(a.values, b.values), 5e-3);
-}
-
-TEST(VulkanBackend, HardwareAndIntegerF16RoundingGiveTheSameBits) {
-  TempDir dir;
-  const auto model = small_model(dir, ModelArch::Gemma4, GgmlType::Q8_0);
-  std::string why;
-  std::unique_ptr<vulkan::VulkanBackend> hardware, integer;
-  try {
-    hardware = std::make_unique<vulkan::VulkanBackend>(model, vulkan::VulkanBackendOptions{});
-    vulkan::VulkanBackendOptions options;
-    options.hardware_f16_rounding = false;
-    integer = std::make_unique<vulkan::VulkanBackend>(model, options);
-  } catch (const Error& e) {
-    if (vulkan::testing::vulkan_required()) FAIL() << "no usable Vulkan device: " << e.what();
-    GTEST_SKIP() << "no usable Vulkan device: " << e.what();
-  }
-  const auto devices = vulkan::list_devices();
-  if (!devices[*vulkan::default_device_index(devices)].features.exact_f16_conversion) {
-    GTEST_SKIP() << "the device has no exact f16 conversion (e.g. lavapipe: no f16 denormals): one rounding path only";
-  }
-  // A 20-token batch (attention_rows.comp's batch path), then decode steps over 600 cells (its
-  // split-KV scheme) after a prefill of 580.
-  const auto tokens = random_tokens(601, model->config().n_vocab, 11);
-  std::vector<int32_t> positions(601);
-  std::vector<uint32_t> slots(601);
-  for (int i = 0; i < 601; ++i) positions[i] = i, slots[i] = static_cast<uint32_t>(i);
-  const auto run = [&](vulkan::VulkanBackend& gpu, int first, int count) {
-    const auto part = [&](auto& v) { return std::span(v).subspan(first, count); };
-    const Batch batch{part(tokens), part(positions), part(slots), {}};
-    AttentionView view;
-    view.global_slots.runs[0] = view.sliding_slots.runs[0] = std::span<const uint32_t>(slots).first(first + count);
-    Logits out;
-    EXPECT_TRUE(gpu.forward(batch, view, LogitsWanted::Last, {}, out));
-    return out.values;
-  };
-  EXPECT_EQ(run(*hardware, 0, 20), run(*integer, 0, 20));
-  run(*hardware, 20, 560);
-  run(*integer, 20, 560);
-  EXPECT_EQ(run(*hardware, 580, 1), run(*integer, 580, 1));
-  EXPECT_EQ(run(*hardware, 581, 1), run(*integer, 581, 1));
 }
 
 TEST(VulkanBackend, RotatedKeysComeBackBitExactAndMatchTheCpu) {

@@ -26,20 +26,7 @@ layout(push_constant, std430) uniform AttentionParams {
 
 #define kMinusInfinity uintBitsToFloat(0xff800000u)
 
-// x rounded to f16 (nearest even, subnormals kept) and back, as the CPU's f32 -> f16 conversions.
-// HARDWARE_F16_ROUNDING (devices with exact_f16_conversion): the conversion instruction, made
-// round-to-nearest-even with f16 denormals preserved by SPV_KHR_float_controls execution modes;
-// otherwise the integer code of common.glsl, which is exact everywhere but long.
-#if defined(HARDWARE_F16_ROUNDING)
-#extension GL_EXT_spirv_intrinsics : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-// RoundingModeRTE (4462, capability 4467) and DenormPreserve (4459, capability 4464) for 16 bits.
-spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4467], 4462, 16);
-spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4464], 4459, 16);
-float round_to_f16(float x) { return float(float16_t(x)); }
-#else
 float round_to_f16(float x) { return f16_bits_to_f32(f32_to_f16_bits(x)); }
-#endif
 
 // _mm512_reduce_add_ps as GCC compiles it: halves added, 8, 4, 2, 1 lanes.
 float reduce16(float x[16]) {
