@@ -14,35 +14,42 @@
 //   scheme 1, split-KV (one token, 512+ cells): the one-row scheme on each of n_chunks chunks of
 //     llama.cpp's cells, one workgroup per (head, chunk), each writing its partial maximum, sum
 //     and accumulators; attention_combine.comp merges them as llama.cpp does.
-// The work is spread without changing that arithmetic. Keys are taken in tiles of kTile (one per
-// invocation):
-//   1. every invocation forms the score of its own key: ggml_vec_dot_f16's 64 partial sums (AVX-512:
-//      4 accumulators of 16 lanes, each a fused multiply-add chain over steps of 64 elements) in its
-//      registers, added in ggml's order (and the elements past the last whole step, in double), so
-//      all the tile's key loads are in flight at once and no partial sum crosses invocations;
-//   2. every invocation runs the online softmax over the tile's keys in order for its own pairs of
-//      output dims, reading the values straight from the cache, a few keys' loads ahead of the
-//      chain that uses them.
+// The work is spread without changing that arithmetic, in tiles of keys whose values fit the
+// shared memory, so that each tile costs a few memory round trips however long the chain is:
+//   1. one invocation per key reads its slot and whether the token sees it;
+//   2. the workgroup loads the tile's values into shared memory (consecutive invocations reading
+//      consecutive words) while each invocation forms the score of its own key: ggml_vec_dot_f16's
+//      64 partial sums (AVX-512: 4 accumulators of 16 lanes, each a fused multiply-add chain over
+//      steps of 64 elements) in its registers, added in ggml's order (and the elements past the
+//      last whole step, in double);
+//   3. every invocation runs the online softmax over the tile's keys in order for its own pairs of
+//      output dims, reading the values from shared memory.
 // Workgroup index = t * n_head + h (scheme 1: (h, chunk) = (index / n_chunks, index % n_chunks)).
-// 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
-// 0 MAX_HEAD_DIM (even).
+// 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constants:
+// 0 MAX_HEAD_DIM (even), 1 VALUE_WORDS (shared words for a tile's values: the device's shared
+// memory decides the tile size).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "attention_common.glsl"
 
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
+layout(constant_id = 1) const uint VALUE_WORDS = 4096;
 
-const uint kTile = 128;        // keys per tile: one per invocation
+const uint kMaxTile = 128;     // keys per tile at most: one per invocation
 const uint kSlotSums = 64;     // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
-const uint kLoadsAhead = 4;    // keys whose values are loaded before the chain reaches them
 const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 127u) / 128u;
 
 shared float query[MAX_HEAD_DIM];
-shared float tile_scores[kTile];  // -inf: the token does not see the key
-shared uint tile_slots[kTile];
+shared uint tile_slots[kMaxTile];
+shared bool tile_visible[kMaxTile];
+shared float tile_scores[kMaxTile];  // -inf: the token does not see the key
+shared uint tile_values[VALUE_WORDS];  // f16 pairs: key k's dims 2w, 2w + 1 in word k * pairs + w
 
 uint list_index(int cell) { return uint(clamp(cell - p.first_cell, 0, int(p.n_view))); }
+
+// Keys per tile: as many as one per invocation, or as the shared values allow.
+uint tile_capacity() { return min(kMaxTile, VALUE_WORDS / (p.head_dim / 2u)); }
 
 // ggml_vec_dot_f16(query rounded to f16, key) for the key in `slot`.
 float key_score(uint slot, uint kv_head) {
@@ -73,15 +80,22 @@ float key_score(uint slot, uint kv_head) {
   return float(sum);
 }
 
-// Step 1 for the keys [j0, j0 + n) of the list.
-void score_tile(uint j0, uint n, uint kv_head, int position, int min_position) {
-  const uint k = gl_LocalInvocationID.x;
-  if (k < n) {
+// Steps 1 and 2 for the keys [j0, j0 + n) of the list.
+void load_tile(uint j0, uint n, uint kv_head, int position, int min_position) {
+  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, pairs = p.head_dim / 2u;
+  if (lane < n) {
     uint slot;
-    const bool visible = visible_key(j0 + k, position, min_position, slot);
-    tile_slots[k] = slot;
-    tile_scores[k] = visible ? key_score(slot, kv_head) : kMinusInfinity;
+    tile_visible[lane] = visible_key(j0 + lane, position, min_position, slot);
+    tile_slots[lane] = slot;
   }
+  barrier();
+  for (uint i = lane; i < n * pairs; i += stride) {
+    const uint k = i / pairs;
+    if (tile_visible[k]) {
+      tile_values[i] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(tile_slots[k], kv_head)) * 2u).v[i - k * pairs];
+    }
+  }
+  if (lane < n) tile_scores[lane] = tile_visible[lane] ? key_score(tile_slots[lane], kv_head) : kMinusInfinity;
   barrier();
 }
 
@@ -114,25 +128,19 @@ void accumulate_key(float score, vec2 v[kMaxPairsPerLane], inout float m, inout 
   s = scaled + vs;
 }
 
-// Step 2: the tile's n keys in order, each key's values loaded kLoadsAhead keys before its turn.
-void accumulate_tile(uint n, uint kv_head, inout float m, inout float s, inout vec2 acc[kMaxPairsPerLane]) {
-  for (uint k0 = 0; k0 < n; k0 += kLoadsAhead) {
-    vec2 values[kLoadsAhead][kMaxPairsPerLane];
-    [[unroll]] for (uint a = 0; a < kLoadsAhead; ++a) {
-      const uint k = k0 + a;
-      if (k < n && tile_scores[k] != kMinusInfinity) {
-        U32Ptr row = U32Ptr(p.v_cache + uint64_t(kv_row_offset(tile_slots[k], kv_head)) * 2u);
-        [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
-          if (owns_pair(i)) values[a][i] = unpackHalf2x16(row.v[pair_index(i)]);
-        }
-      }
+// Step 3: the tile's n keys in order.
+void accumulate_tile(uint n, inout float m, inout float s, inout vec2 acc[kMaxPairsPerLane]) {
+  const uint pairs = p.head_dim / 2u;
+  for (uint k = 0; k < n; ++k) {
+    const float score = tile_scores[k];
+    if (score == kMinusInfinity) continue;
+    vec2 v[kMaxPairsPerLane];
+    [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
+      if (owns_pair(i)) v[i] = unpackHalf2x16(tile_values[k * pairs + pair_index(i)]);
     }
-    [[unroll]] for (uint a = 0; a < kLoadsAhead; ++a) {
-      const uint k = k0 + a;
-      if (k < n && tile_scores[k] != kMinusInfinity) accumulate_key(tile_scores[k], values[a], m, s, acc);
-    }
+    accumulate_key(score, v, m, s, acc);
   }
-  barrier();  // before the next tile overwrites the shared scores and slots
+  barrier();  // before the next tile overwrites the shared slots, scores and values
 }
 
 void main() {
@@ -156,10 +164,11 @@ void main() {
   float m = kMinusInfinity, s = 0.0;
   vec2 acc[kMaxPairsPerLane];
   [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) acc[i] = vec2(0.0);
-  for (uint j0 = begin; j0 < end; j0 += kTile) {
-    const uint n = min(kTile, end - j0);
-    score_tile(j0, n, kv_head, position, min_position);
-    accumulate_tile(n, kv_head, m, s, acc);
+  const uint capacity = tile_capacity();
+  for (uint j0 = begin; j0 < end; j0 += capacity) {
+    const uint n = min(capacity, end - j0);
+    load_tile(j0, n, kv_head, position, min_position);
+    accumulate_tile(n, m, s, acc);
   }
 
   if (split) {
