@@ -410,10 +410,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
-    // Shared words for a tile's values: a power of two up to 32 KiB, leaving 8 KiB for the rest.
-    uint32_t value_words = 8192;
-    while (value_words > 1024 && value_words * 4 + 8192 > device_->info().max_compute_shared_memory) value_words /= 2;
-    const uint32_t spec[] = {max_head_dim + max_head_dim % 2, value_words};
+    const uint32_t spec[] = {max_head_dim + max_head_dim % 2};
     return pipelines_->get(shader, spec);
   }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};
