@@ -1,6 +1,6 @@
-// The hyperparameters of a Gemma 3 or dense Gemma 4 text decoder (E-models included), read from GGUF metadata alone
-// (the same keys and defaults llama.cpp uses), with everything per layer resolved up front so
-// the forward pass never branches on the architecture for geometry.
+// The hyperparameters of a Gemma 3 or dense Gemma 4 text decoder (E-models included), read from
+// GGUF metadata alone (the same keys and defaults llama.cpp uses), with everything per layer
+// resolved up front so the forward pass never branches on the architecture for geometry.
 #pragma once
 
 #include <cstdint>
