@@ -119,6 +119,7 @@ void CpuBackend::prepare_per_layer_inputs(const Batch& batch) {
   const float projection_scale = 1.0f / std::sqrt(static_cast<float>(config.n_embd));
   const float input_scale = 1.0f / std::sqrt(2.0f);
 
+  // proj_ takes the projections of all tokens, gate_ one token's per-layer embedding row at a time.
   resize(proj_, n_tokens * all_layers);
   resize(gate_, all_layers);
   resize(per_layer_inputs_, n_tokens * all_layers);
