@@ -44,7 +44,8 @@ enum class LogitsWanted { None, Last, All, Candidates };
 // The KV of some slots, as a backend exports and re-imports it (snapshots). Keys are kept as
 // first written, with how far rotate_keys has moved each one since: the backend derives the
 // current key from these exactly as rotate_keys does, so a restored key is bit-identical and
-// later moves still start from the written key. Entries follow `slots`; each layer's arrays are
+// later moves still start from the written key. Entries follow `slots`; one layer per layer that
+// owns KV (ModelConfig::n_kv_layers), whose arrays are
 // [slots.size()][n_head_kv * head_dim] f16 bit patterns.
 struct KvBlob {
   struct Layer {

@@ -54,9 +54,10 @@ inline void check_written_slots(std::span<const uint32_t> slots, std::span<const
 }
 
 // read_kv's first step in every backend: the slots checked, and the blob's slot table (slots,
-// positions, moves) filled, its layers left empty for the backend's keys and values.
+// positions, moves) filled, its layers (one per layer that owns KV) left empty for the backend's
+// keys and values.
 inline void begin_kv_export(std::span<const uint32_t> slots, std::span<const int32_t> slot_position,
-                            std::span<const int64_t> slot_moved_by, int n_layer, KvBlob& out) {
+                            std::span<const int64_t> slot_moved_by, int n_kv_layers, KvBlob& out) {
   check_written_slots(slots, slot_position, "read");
   out.slots.assign(slots.begin(), slots.end());
   out.positions.clear();
@@ -65,7 +66,7 @@ inline void begin_kv_export(std::span<const uint32_t> slots, std::span<const int
     out.positions.push_back(slot_position[slot]);
     out.moved_by.push_back(slot_moved_by[slot]);
   }
-  out.layers.assign(static_cast<size_t>(n_layer), {});
+  out.layers.assign(static_cast<size_t>(n_kv_layers), {});
 }
 
 // Everything write_kv checks before it changes anything.
@@ -74,8 +75,8 @@ inline void check_kv_blob(const KvBlob& blob, const ModelConfig& config) {
   if (blob.positions.size() != n || blob.moved_by.size() != n) {
     fail("KV blob has {} slots but {} positions and {} moves", n, blob.positions.size(), blob.moved_by.size());
   }
-  if (blob.layers.size() != static_cast<size_t>(config.n_layer)) {
-    fail("KV blob has {} layers, the model {}", blob.layers.size(), config.n_layer);
+  if (blob.layers.size() != static_cast<size_t>(config.n_kv_layers)) {
+    fail("KV blob has {} layers, the model {} with KV", blob.layers.size(), config.n_kv_layers);
   }
   std::unordered_set<uint32_t> seen;
   for (size_t i = 0; i < n; ++i) {
@@ -89,7 +90,7 @@ inline void check_kv_blob(const KvBlob& blob, const ModelConfig& config) {
            blob.moved_by[i]);
     }
   }
-  for (int il = 0; il < config.n_layer; ++il) {
+  for (int il = 0; il < config.n_kv_layers; ++il) {
     const size_t expected = n * kv_width(config.layers[il]);
     const KvBlob::Layer& layer = blob.layers[il];
     if (layer.k_as_written.size() != expected || layer.v.size() != expected) {

@@ -32,14 +32,19 @@ void print_model_info(const std::string& path) {
   fmt::print("query scale:   {:.6g}\n", c.query_scale);
   fmt::print("final softcap: {}\n", c.final_softcap > 0 ? fmt::format("{:g}", c.final_softcap) : "none");
   fmt::print("output:        {}\n", model->output_tied() ? "tied to token_embd" : "output.weight");
-  fmt::print("\n{:>5} {:>8} {:>6} {:>8} {:>9} {:>6} {:>5} {:>10} {:>10} {:>6} {:>6}\n", "layer", "type", "heads",
-             "kv heads", "head dim", "ffn", "rot", "rope base", "rope scale", "v=k", "scale");
+  fmt::print("per-layer emb: {}\n", c.has_per_layer_embeddings() ? fmt::format("{} per layer", c.n_embd_per_layer)
+                                                                   : std::string("none"));
+  fmt::print("KV layers:     {} of {}{}\n", c.n_kv_layers, c.n_layer,
+             c.n_kv_layers == c.n_layer ? "" : fmt::format(" ({} KV-shared)", c.n_layer - c.n_kv_layers));
+  fmt::print("\n{:>5} {:>8} {:>6} {:>8} {:>9} {:>6} {:>5} {:>10} {:>10} {:>6} {:>6} {:>5}\n", "layer", "type", "heads",
+             "kv heads", "head dim", "ffn", "rot", "rope base", "rope scale", "v=k", "scale", "kv");
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerConfig& l = c.layers[il];
     const LayerWeights& w = model->layers()[il];
-    fmt::print("{:>5} {:>8} {:>6} {:>8} {:>9} {:>6} {:>5} {:>10g} {:>10g} {:>6} {:>6.3g}\n", il,
+    const std::string kv = c.owns_kv(il) ? "own" : fmt::format("={}", l.kv_layer);
+    fmt::print("{:>5} {:>8} {:>6} {:>8} {:>9} {:>6} {:>5} {:>10g} {:>10g} {:>6} {:>6.3g} {:>5}\n", il,
                l.sliding ? "sliding" : "global", l.n_head, l.n_head_kv, l.head_dim, l.n_ff, l.n_rot, l.rope_base,
-               l.rope_freq_scale, w.wv ? "no" : "yes", w.output_scale);
+               l.rope_freq_scale, c.owns_kv(il) ? (w.wv ? "no" : "yes") : "-", w.output_scale, kv);
   }
   // Tensor types and sizes, summed by type.
   std::map<std::string, std::pair<int, uint64_t>> by_type;
@@ -72,7 +77,7 @@ struct SynthCliOptions {
   std::string embedding_type;  // empty: --type, or the preset's
   uint64_t seed = 1;
   int layers = 0, embd = 0, heads = 0, kv_heads = 0, kv_heads_global = 0, head_dim = 0, head_dim_global = 0, ffn = 0,
-      window = 0, period = 0;
+      window = 0, period = 0, per_layer_embd = 0, kv_shared = 0;
   std::optional<float> rotary_fraction, rope_scaling;
   bool global_v = false, no_layer_output_scale = false;
   std::vector<std::string> script;
@@ -120,13 +125,15 @@ void run_synth(const SynthCliOptions& o) {
   set(o.ffn, s.n_ff);
   set(o.window, s.sliding_window);
   set(o.period, s.sliding_period);
+  set(o.per_layer_embd, s.n_embd_per_layer);
+  set(o.kv_shared, s.n_kv_shared);
   if (s.arch == ModelArch::Gemma3) {
     // Gemma 3 has one head geometry for all layers.
     if (o.kv_heads_global || o.head_dim_global) fail("--kv-heads-global and --head-dim-global apply to gemma4 only");
     s.n_head_kv_global = s.n_head_kv;
     s.head_dim_global = s.head_dim;
-    if (o.rotary_fraction || o.global_v || o.no_layer_output_scale) {
-      fail("--rotary-fraction, --global-v and --no-layer-output-scale apply to gemma4 only");
+    if (o.rotary_fraction || o.global_v || o.no_layer_output_scale || o.per_layer_embd || o.kv_shared) {
+      fail("--rotary-fraction, --global-v, --no-layer-output-scale, --ple and --kv-shared apply to gemma4 only");
     }
   } else if (o.rope_scaling) {
     fail("--rope-scaling applies to gemma3 only");
@@ -203,6 +210,13 @@ void register_model_commands(CLI::App& app) {
   synth->add_flag("--global-v", o->global_v, "gemma4: global layers get their own attn_v (default: V = K, no attn_v)");
   synth->add_flag("--no-layer-output-scale", o->no_layer_output_scale,
                   "gemma4: no layer_output_scale tensors (default: a random scale per layer)");
+  synth->add_option("--ple", o->per_layer_embd,
+                    "gemma4 E-model: per-layer embeddings of this width (embedding_length_per_layer_input; default 0: "
+                    "none)");
+  synth->add_option("--kv-shared", o->kv_shared,
+                    "gemma4 E-model: the last N layers reuse earlier layers' KV (attention.shared_kv_layers; they "
+                    "have no attn_k/attn_v and a double-wide FFN, as Gemma 4 E2B; default 0). Layer "
+                    "layers-N-1 must be global and layers-N-2 sliding where shared layers of that type exist");
   synth->add_option("--rope-scaling", o->rope_scaling,
                     "gemma3: linear RoPE scaling factor of global layers (default 8; 0: none, as Gemma 3 1B)");
   synth->add_option("--script", o->script,

@@ -349,7 +349,9 @@ int64_t read_header(Reader& r, Snapshot& s) {
 
 SnapshotGeometry snapshot_geometry(const ModelConfig& config) {
   SnapshotGeometry geometry{kv::kTotalSlots, kv::kScratchSlots, {}};
-  for (const LayerConfig& layer : config.layers) {
+  // KV-shared layers hold no KV of their own: the snapshot stores the layers that do.
+  for (int il = 0; il < config.n_kv_layers; ++il) {
+    const LayerConfig& layer = config.layers[il];
     geometry.kv_widths.push_back(static_cast<uint32_t>(layer.n_head_kv) * static_cast<uint32_t>(layer.head_dim));
   }
   return geometry;

@@ -30,7 +30,7 @@ inline constexpr size_t kMaxSnapshotStreamId = 64;  // bytes, as the protocol cu
 struct SnapshotGeometry {
   uint32_t total_slots = 0;
   uint32_t scratch_slots = 0;
-  std::vector<uint32_t> kv_widths;  // per layer: n_head_kv * head_dim
+  std::vector<uint32_t> kv_widths;  // per layer that owns KV: n_head_kv * head_dim
   bool operator==(const SnapshotGeometry&) const = default;
 };
 

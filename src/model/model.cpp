@@ -103,15 +103,19 @@ Model::Model(GgufFile file) : file_(std::move(file)) {
     const int64_t kv_width = int64_t{lc.n_head_kv} * lc.head_dim;
     w.attn_norm = bind.vector(blk(il, "attn_norm"), n_embd);
     w.wq = bind.matrix(blk(il, "attn_q"), n_embd, q_width);
-    w.wk = bind.matrix(blk(il, "attn_k"), n_embd, kv_width);
-    if (bind.find(blk(il, "attn_v"))) {
-      w.wv = bind.matrix(blk(il, "attn_v"), n_embd, kv_width);
-    } else if (config_.arch == ModelArch::Gemma3) {
-      fail("{}: tensor '{}' is missing", file_.origin(), blk(il, "attn_v"));
+    // A KV-shared layer computes no K or V, so llama.cpp does not need its attn_k, attn_v or
+    // attn_k_norm; nor does Channel read them when a file has them.
+    if (config_.owns_kv(il)) {
+      w.wk = bind.matrix(blk(il, "attn_k"), n_embd, kv_width);
+      if (bind.find(blk(il, "attn_v"))) {
+        w.wv = bind.matrix(blk(il, "attn_v"), n_embd, kv_width);
+      } else if (config_.arch == ModelArch::Gemma3) {
+        fail("{}: tensor '{}' is missing", file_.origin(), blk(il, "attn_v"));
+      }
+      w.k_norm = bind.vector(blk(il, "attn_k_norm"), lc.head_dim);
     }
     w.wo = bind.matrix(blk(il, "attn_output"), q_width, n_embd);
     w.q_norm = bind.vector(blk(il, "attn_q_norm"), lc.head_dim);
-    w.k_norm = bind.vector(blk(il, "attn_k_norm"), lc.head_dim);
     w.post_attn_norm = bind.vector(blk(il, "post_attention_norm"), n_embd);
     w.ffn_norm = bind.vector(blk(il, "ffn_norm"), n_embd);
     w.ffn_gate = bind.matrix(blk(il, "ffn_gate"), n_embd, lc.n_ff);
@@ -136,7 +140,19 @@ Model::Model(GgufFile file) : file_(std::move(file)) {
       }
       w.rope_freq_factors = rope_freqs;
     }
+    if (config_.has_per_layer_embeddings()) {
+      const int64_t width = config_.n_embd_per_layer;
+      w.per_layer_gate = bind.matrix(blk(il, "inp_gate"), n_embd, width);
+      w.per_layer_proj = bind.matrix(blk(il, "proj"), width, n_embd);
+      w.per_layer_post_norm = bind.vector(blk(il, "post_norm"), n_embd);
+    }
     layers_.push_back(std::move(w));
+  }
+  if (config_.has_per_layer_embeddings()) {
+    const int64_t all_layers = int64_t{config_.n_layer} * config_.n_embd_per_layer;
+    per_layer_inputs_.token_embd = bind.matrix("per_layer_token_embd.weight", all_layers, n_vocab);
+    per_layer_inputs_.model_proj = bind.matrix("per_layer_model_proj.weight", n_embd, all_layers);
+    per_layer_inputs_.proj_norm = bind.vector("per_layer_proj_norm.weight", config_.n_embd_per_layer);
   }
 }
 

@@ -17,11 +17,11 @@ namespace channel {
 struct LayerWeights {
   std::vector<float> attn_norm;       // [n_embd]
   WeightMatrix wq;                    // n_embd -> n_head * head_dim
-  WeightMatrix wk;                    // n_embd -> n_head_kv * head_dim
+  WeightMatrix wk;                    // n_embd -> n_head_kv * head_dim (empty on KV-shared layers)
   std::optional<WeightMatrix> wv;     // absent on Gemma 4 layers where V = K
   WeightMatrix wo;                    // n_head * head_dim -> n_embd
   std::vector<float> q_norm;          // [head_dim]
-  std::vector<float> k_norm;          // [head_dim]
+  std::vector<float> k_norm;          // [head_dim] (empty on KV-shared layers)
   std::vector<float> post_attn_norm;  // [n_embd]
   std::vector<float> ffn_norm;        // [n_embd]
   WeightMatrix ffn_gate;              // n_embd -> n_ff
@@ -30,6 +30,18 @@ struct LayerWeights {
   std::vector<float> post_ffn_norm;   // [n_embd]
   std::vector<float> rope_freq_factors;  // [n_rot / 2] on Gemma 4 global layers, else empty
   float output_scale = 1.0f;          // Gemma 4 layer_output_scale
+  // Gemma 4 E-models' per-layer embedding block (empty without per-layer embeddings).
+  WeightMatrix per_layer_gate;        // per_layer_inp_gate: n_embd -> n_embd_per_layer
+  WeightMatrix per_layer_proj;        // n_embd_per_layer -> n_embd
+  std::vector<float> per_layer_post_norm;  // [n_embd]
+};
+
+// Gemma 4 E-models: the inputs of every layer's per-layer embedding block, made once per token
+// from the token's own per-layer embedding row and a projection of its scaled token embedding.
+struct PerLayerInputWeights {
+  WeightMatrix token_embd;            // per_layer_token_embd: per token, n_layer * n_embd_per_layer values
+  WeightMatrix model_proj;            // per_layer_model_proj: n_embd -> n_layer * n_embd_per_layer
+  std::vector<float> proj_norm;       // per_layer_proj_norm: [n_embd_per_layer]
 };
 
 class Model {
@@ -46,6 +58,7 @@ class Model {
   bool output_tied() const { return output_tied_; }
   const std::vector<float>& output_norm() const { return output_norm_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
+  const PerLayerInputWeights& per_layer_inputs() const { return per_layer_inputs_; }  // E-models only
 
  private:
   explicit Model(GgufFile file);
@@ -57,6 +70,7 @@ class Model {
   bool output_tied_ = true;
   std::vector<float> output_norm_;
   std::vector<LayerWeights> layers_;
+  PerLayerInputWeights per_layer_inputs_;
 };
 
 }  // namespace channel

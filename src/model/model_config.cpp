@@ -57,16 +57,37 @@ int checked_positive(int64_t value, std::string_view what, int64_t limit = 1 << 
 }
 
 void refuse_unsupported_gemma4_features(const ArchKeys& keys, const GgufFile& file) {
-  if (keys.int_or("embedding_length_per_layer_input", 0) > 0) {
-    fail("this is a Gemma 4 E-model with per-layer embeddings (embedding_length_per_layer_input > 0), "
-         "which Channel does not support yet; use a dense Gemma 4 or a Gemma 3 model");
-  }
-  if (keys.int_or("attention.shared_kv_layers", 0) > 0) {
-    fail("this Gemma 4 model shares KV between layers (attention.shared_kv_layers > 0), "
-         "which Channel does not support yet");
-  }
   if (keys.int_or("expert_count", 0) > 0 || file.find_tensor("blk.0.ffn_gate_inp.weight")) {
     fail("this is a Gemma 4 mixture-of-experts model, which Channel does not support yet");
+  }
+}
+
+// Gemma 4 E-models: the last `attention.shared_kv_layers` layers compute no K/V. llama.cpp
+// (its KV-cache reuse callback for gemma4) gives each the cache of layer n_kv_layers - 2 if it is
+// sliding and n_kv_layers - 1 if it is global, so those two must be of those types and every
+// shared layer's KV geometry must be its source's.
+void share_kv_layers(ModelConfig& config, int64_t n_shared, const std::string& key) {
+  const int n_layer = config.n_layer;
+  if (n_shared < 0 || n_shared >= n_layer) fail("metadata '{}' = {} must be in 0..{}", key, n_shared, n_layer - 1);
+  if (n_shared == 0) return;
+  config.n_kv_layers = n_layer - static_cast<int>(n_shared);
+  if (config.n_kv_layers < 2) {
+    fail("metadata '{}' = {} leaves {} layer(s) with KV; llama.cpp needs at least 2", key, n_shared, config.n_kv_layers);
+  }
+  for (int il = config.n_kv_layers; il < n_layer; ++il) {
+    LayerConfig& layer = config.layers[il];
+    const int source = config.n_kv_layers - (layer.sliding ? 2 : 1);
+    const LayerConfig& from = config.layers[source];
+    const char* type = layer.sliding ? "sliding" : "global";
+    if (from.sliding != layer.sliding) {
+      fail("KV-shared layer {} is {} but layer {}, whose KV it reuses (as llama.cpp assigns it), is not", il, type,
+           source);
+    }
+    if (from.n_head_kv != layer.n_head_kv || from.head_dim != layer.head_dim) {
+      fail("KV-shared layer {} has {} KV heads of size {} but layer {}, whose KV it reuses, has {} of size {}", il,
+           layer.n_head_kv, layer.head_dim, source, from.n_head_kv, from.head_dim);
+    }
+    layer.kv_layer = source;
   }
 }
 
@@ -159,6 +180,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   for (int il = 0; il < n_layer; ++il) {
     LayerConfig layer;
     layer.sliding = sliding[il];
+    layer.kv_layer = il;
     layer.n_head = checked_positive(n_head[il], "attention.head_count", 4096);
     layer.n_head_kv = checked_positive(n_head_kv[il], "attention.head_count_kv", 4096);
     if (layer.n_head % layer.n_head_kv != 0) {
@@ -175,6 +197,13 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
     layer.rope_freq_factors = config.arch == ModelArch::Gemma4 && !layer.sliding;
     if (!(layer.rope_base > 0.0f) || !std::isfinite(layer.rope_base)) fail("layer {}: RoPE base {} is invalid", il, layer.rope_base);
     config.layers.push_back(layer);
+  }
+  config.n_kv_layers = n_layer;
+
+  if (config.arch == ModelArch::Gemma4) {
+    const int64_t per_layer = keys.int_or("embedding_length_per_layer_input", 0);
+    if (per_layer != 0) config.n_embd_per_layer = checked_positive(per_layer, keys.key("embedding_length_per_layer_input"));
+    share_kv_layers(config, keys.int_or("attention.shared_kv_layers", 0), keys.key("attention.shared_kv_layers"));
   }
 
   if (config.arch == ModelArch::Gemma3) {

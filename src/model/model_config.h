@@ -1,6 +1,6 @@
-// The hyperparameters of a Gemma 3 or dense Gemma 4 text decoder, read from GGUF metadata alone
-// (the same keys and defaults llama.cpp uses), with everything per layer resolved up front so
-// the forward pass never branches on the architecture for geometry.
+// The hyperparameters of a Gemma 3 or dense Gemma 4 text decoder (E-models included), read from
+// GGUF metadata alone (the same keys and defaults llama.cpp uses), with everything per layer
+// resolved up front so the forward pass never branches on the architecture for geometry.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,9 @@ struct LayerConfig {
   float rope_base = 10000.0f;
   float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
   bool rope_freq_factors = false;  // Gemma 4 global layers divide frequencies by `rope_freqs`
+  // The layer whose KV this layer attends over: itself, or for a Gemma 4 E-model's KV-shared
+  // layer the earlier layer of the same type that llama.cpp reuses (the shared layer writes none).
+  int kv_layer = 0;
 };
 
 struct ModelConfig {
@@ -39,12 +42,18 @@ struct ModelConfig {
   float final_softcap = 0.0f;    // 0: none; else logits = c * tanh(logits / c)
   bool v_norm = false;           // Gemma 4: unweighted RMSNorm of V
   bool layer_output_scale = false;  // Gemma 4: learned scalar on each layer's output
+  int n_embd_per_layer = 0;      // Gemma 4 E-models: per-layer embedding width (0: none)
+  // Layers 0..n_kv_layers-1 own a KV cache; the rest (Gemma 4 E-models' KV-shared layers) read
+  // the cache of their kv_layer. Equal to n_layer when no layer shares.
+  int n_kv_layers = 0;
   std::vector<LayerConfig> layers;
 
   // Reads and checks the configuration; throws channel::Error naming the key or the feature
-  // when the model is malformed or is one this engine cannot run (E-models with per-layer
-  // embeddings or shared KV, MoE, other architectures).
+  // when the model is malformed or is one this engine cannot run (MoE, other architectures).
   static ModelConfig from_gguf(const GgufFile& file);
+
+  bool owns_kv(int il) const { return il < n_kv_layers; }
+  bool has_per_layer_embeddings() const { return n_embd_per_layer > 0; }
 
   int max_head_dim() const;
   int max_kv_width() const;      // max over layers of n_head_kv * head_dim

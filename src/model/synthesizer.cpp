@@ -88,6 +88,38 @@ class ModelWriter {
   std::map<std::string, std::shared_ptr<const std::vector<uint8_t>>> encoded_;  // by the name drawn as
 };
 
+bool is_global_layer(const SynthOptions& o, int il) {
+  if (o.arch == ModelArch::Gemma4 && il == o.n_layer - 1) return true;  // Gemma 4 ends on a global layer
+  return il % o.sliding_period == o.sliding_period - 1;
+}
+
+int first_kv_shared_layer(const SynthOptions& o) { return o.n_layer - o.n_kv_shared; }
+bool is_kv_shared_layer(const SynthOptions& o, int il) { return il >= first_kv_shared_layer(o); }
+
+// llama.cpp gives a KV-shared sliding layer the KV of layer first-2 and a global one that of
+// layer first-1 (first: the first shared layer), so those must be sliding and global.
+void check_e_model_geometry(const SynthOptions& o) {
+  if (o.n_embd_per_layer < 0) fail("synth: per-layer embedding width must not be negative (0: none)");
+  if (o.n_kv_shared < 0) fail("synth: KV-shared layers must not be negative (0: none)");
+  if (o.n_embd_per_layer == 0 && o.n_kv_shared == 0) return;
+  if (o.arch != ModelArch::Gemma4) fail("synth: per-layer embeddings and KV-shared layers are gemma4 features");
+  if (o.n_kv_shared == 0) return;
+  const int first = first_kv_shared_layer(o);
+  if (first < 2) fail("synth: {} KV-shared layers of {} leave fewer than 2 layers with KV", o.n_kv_shared, o.n_layer);
+  bool any_sliding = false, any_global = false;
+  for (int il = first; il < o.n_layer; ++il) (is_global_layer(o, il) ? any_global : any_sliding) = true;
+  if (any_global && !is_global_layer(o, first - 1)) {
+    fail("synth: with {} KV-shared layers, layer {} (whose KV the shared global layers reuse) must be global; "
+         "choose --kv-shared or --period so that it is",
+         o.n_kv_shared, first - 1);
+  }
+  if (any_sliding && is_global_layer(o, first - 2)) {
+    fail("synth: with {} KV-shared layers, layer {} (whose KV the shared sliding layers reuse) must be sliding; "
+         "choose --kv-shared or --period so that it is",
+         o.n_kv_shared, first - 2);
+  }
+}
+
 void check_geometry(const SynthOptions& o) {
   auto positive = [](int v, const char* what) {
     if (v <= 0) fail("synth: {} must be positive (got {})", what, v);
@@ -110,11 +142,12 @@ void check_geometry(const SynthOptions& o) {
     if (o.head_dim_global % 2 != 0) fail("synth: global head size must be even");
     if (!(o.rotary_fraction > 0.0f && o.rotary_fraction <= 1.0f)) fail("synth: rotary fraction must be in (0, 1]");
   }
+  check_e_model_geometry(o);
   // Quantized rows hold whole blocks of 32: every matrix row length must be a multiple of it.
   for (GgmlType type : {o.weight_type, o.embedding_type}) {
     const int64_t block = ggml_type_traits(type).block_elements;
     for (int64_t cols : {int64_t{o.n_embd}, int64_t{o.n_ff}, int64_t{o.n_head} * o.head_dim,
-                         int64_t{o.n_head} * o.head_dim_global}) {
+                         int64_t{o.n_head} * o.head_dim_global, int64_t{o.n_embd_per_layer}}) {
       if (cols % block != 0) {
         fail("synth: a row of {} values cannot be stored as {} (blocks of {}); choose sizes that are multiples of {}",
              cols, ggml_type_traits(type).name, block, block);
@@ -123,18 +156,15 @@ void check_geometry(const SynthOptions& o) {
   }
 }
 
-bool is_global_layer(const SynthOptions& o, int il) {
-  if (o.arch == ModelArch::Gemma4 && il == o.n_layer - 1) return true;  // Gemma 4 ends on a global layer
-  return il % o.sliding_period == o.sliding_period - 1;
-}
+int layer_ffn_size(const SynthOptions& o, int il) { return is_kv_shared_layer(o, il) ? 2 * o.n_ff : o.n_ff; }
 
 // The layer whose names layer `il`'s matrices are drawn as: its own, or with
-// share_layer_matrices the first layer of its type.
+// share_layer_matrices the first layer of its type (sliding or global, KV-shared or not).
 int matrix_source_layer(const SynthOptions& o, int il) {
   if (!o.share_layer_matrices) return il;
-  const bool global = is_global_layer(o, il);
+  const auto kind = [&o](int layer) { return std::pair(is_global_layer(o, layer), is_kv_shared_layer(o, layer)); };
   int first = 0;
-  while (is_global_layer(o, first) != global) ++first;
+  while (kind(first) != kind(il)) ++first;
   return first;
 }
 
@@ -166,7 +196,13 @@ void set_metadata(const SynthOptions& o, const GgufFile& vocab, GgufWriter& w) {
   w.set(key("context_length"), GgufValue::u32(8192));
   w.set(key("embedding_length"), GgufValue::u32(o.n_embd));
   w.set(key("block_count"), GgufValue::u32(o.n_layer));
-  w.set(key("feed_forward_length"), GgufValue::u32(o.n_ff));
+  if (o.n_kv_shared > 0) {
+    std::vector<GgufValue> ffn;
+    for (int il = 0; il < o.n_layer; ++il) ffn.push_back(GgufValue::i32(layer_ffn_size(o, il)));
+    w.set(key("feed_forward_length"), GgufValue::array(GgufValueType::INT32, std::move(ffn)));
+  } else {
+    w.set(key("feed_forward_length"), GgufValue::u32(o.n_ff));
+  }
   w.set(key("attention.head_count"), GgufValue::u32(o.n_head));
   w.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(1e-6f));
   w.set(key("attention.sliding_window"), GgufValue::u32(o.sliding_window));
@@ -184,8 +220,8 @@ void set_metadata(const SynthOptions& o, const GgufFile& vocab, GgufWriter& w) {
     w.set(key("attention.value_length"), GgufValue::u32(o.head_dim_global));
     w.set(key("attention.key_length_swa"), GgufValue::u32(o.head_dim));
     w.set(key("attention.value_length_swa"), GgufValue::u32(o.head_dim));
-    w.set(key("attention.shared_kv_layers"), GgufValue::u32(0));
-    w.set(key("embedding_length_per_layer_input"), GgufValue::u32(0));
+    w.set(key("attention.shared_kv_layers"), GgufValue::u32(o.n_kv_shared));
+    w.set(key("embedding_length_per_layer_input"), GgufValue::u32(o.n_embd_per_layer));
     w.set(key("final_logit_softcapping"), GgufValue::f32(30.0f));
     w.set(key("rope.dimension_count"), GgufValue::u32(o.head_dim_global));
     w.set(key("rope.dimension_count_swa"), GgufValue::u32(o.head_dim));
@@ -293,6 +329,16 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     model.f32("rope_freqs.weight", std::move(factors));
   }
   model.norm("output_norm.weight", o.n_embd, 8.0f);
+  if (o.n_embd_per_layer > 0) {
+    // Each part of a per-layer input (the token's row scaled by sqrt(width), the normed
+    // projection) is of unit RMS.
+    const int64_t all_layers = int64_t{o.n_layer} * o.n_embd_per_layer;
+    model.matrix("per_layer_token_embd.weight", o.embedding_type, all_layers, n_vocab,
+                 1.0f / std::sqrt(static_cast<float>(o.n_embd_per_layer)));
+    model.matrix("per_layer_model_proj.weight", o.weight_type, o.n_embd, all_layers,
+                 1.0f / std::sqrt(static_cast<float>(o.n_embd)));
+    model.norm("per_layer_proj_norm.weight", o.n_embd_per_layer);
+  }
 
   for (int il = 0; il < o.n_layer; ++il) {
     const bool global = is_global_layer(o, il);
@@ -306,17 +352,19 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     const auto matrix = [&](const char* t, int64_t cols, int64_t rows, float stddev) {
       model.matrix(name(t), o.weight_type, cols, rows, stddev, {}, tensor_name(matrix_source_layer(o, il), t));
     };
+    const bool writes_kv = !is_kv_shared_layer(o, il);
+    const int64_t n_ff = layer_ffn_size(o, il);
     model.norm(name("attn_norm"), o.n_embd);
     matrix("attn_q", o.n_embd, q_width, in_std);
-    matrix("attn_k", o.n_embd, kv_width, in_std);
-    if (!(gemma4 && global && o.global_v_equals_k)) matrix("attn_v", o.n_embd, kv_width, in_std);
+    if (writes_kv) matrix("attn_k", o.n_embd, kv_width, in_std);
+    if (writes_kv && !(gemma4 && global && o.global_v_equals_k)) matrix("attn_v", o.n_embd, kv_width, in_std);
     matrix("attn_output", q_width, o.n_embd, 1.0f / std::sqrt(static_cast<float>(q_width)));
     // Gemma 4 does not scale queries (attention scale 1.0), so its trained QK-norm weights keep
     // the scores moderate; weights of head_dim^-1/4 give scores of unit spread here, where 1.0
     // would give a softmax so sharp that f16 rounding of K decides between keys.
     const float qk_norm = gemma4 ? 1.0f / std::sqrt(std::sqrt(static_cast<float>(head_dim))) : 1.0f;
     model.norm(name("attn_q_norm"), head_dim, qk_norm);
-    model.norm(name("attn_k_norm"), head_dim, qk_norm);
+    if (writes_kv) model.norm(name("attn_k_norm"), head_dim, qk_norm);
     const auto post_norm = [&](const std::string& tensor) {
       if (scripted) {
         model.f32(tensor, std::vector<float>(static_cast<size_t>(o.n_embd), 0.0f));
@@ -326,10 +374,15 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     };
     post_norm(name("post_attention_norm"));
     model.norm(name("ffn_norm"), o.n_embd);
-    matrix("ffn_gate", o.n_embd, o.n_ff, in_std);
-    matrix("ffn_up", o.n_embd, o.n_ff, in_std);
-    matrix("ffn_down", o.n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_ff)));
+    matrix("ffn_gate", o.n_embd, n_ff, in_std);
+    matrix("ffn_up", o.n_embd, n_ff, in_std);
+    matrix("ffn_down", n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(n_ff)));
     post_norm(name("post_ffw_norm"));
+    if (o.n_embd_per_layer > 0) {
+      matrix("inp_gate", o.n_embd, o.n_embd_per_layer, in_std);
+      matrix("proj", o.n_embd_per_layer, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_embd_per_layer)));
+      post_norm(name("post_norm"));
+    }
     if (gemma4 && o.layer_output_scale) {
       model.f32(name("layer_output_scale"), model.values(name("layer_output_scale"), 1, [](SplitMix64& r) {
         return static_cast<float>(0.5 + r.uniform());

@@ -36,6 +36,11 @@ struct SynthOptions {
   bool global_v_equals_k = true;    // Gemma 4 global layers without attn_v
   bool layer_output_scale = true;   // Gemma 4: a learned scalar on each layer's output (optional in llama.cpp)
   float rope_scaling_factor = 8.0f; // Gemma 3 global layers, linear; 0: none (no keys, as Gemma 3 1B)
+  // Gemma 4 E-models. Per-layer embeddings of this width (0: none); and KV sharing: the last
+  // n_kv_shared layers have no attn_k/attn_v/attn_k_norm, reuse the KV of the layers llama.cpp
+  // assigns them, and have the double-wide FFN (2 * n_ff) of Gemma 4 E2B.
+  int n_embd_per_layer = 0;
+  int n_kv_shared = 0;
   // For benchmark models: every layer stores the matrices of the first layer of its type
   // (sliding or global), drawn and encoded once and held in memory once; norms and layer scalars
   // stay per layer. The file still holds each layer's own copy, so a forward pass moves the bytes

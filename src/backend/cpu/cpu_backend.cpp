@@ -24,9 +24,11 @@ void resize(std::vector<float>& buffer, int64_t n) {
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     : model_(std::move(model)), pool_(n_threads), slot_position_(kKvSlots, -1), slot_moved_by_(kKvSlots, 0) {
   apply_simd_target_override();
-  // All KV memory is allocated here, once; nothing is resized while the engine runs.
-  for (const LayerConfig& layer : model_->config().layers) {
-    const size_t width = static_cast<size_t>(layer.n_head_kv) * layer.head_dim;
+  // All KV memory is allocated here, once; nothing is resized while the engine runs. KV-shared
+  // layers read an earlier layer's cache and get none.
+  const ModelConfig& config = model_->config();
+  for (int il = 0; il < config.n_kv_layers; ++il) {
+    const size_t width = kv_width(config.layers[il]);
     cache_.push_back({std::vector<uint16_t>(kKvSlots * width), std::vector<uint16_t>(kKvSlots * width),
                       std::vector<uint16_t>(kv::kTotalSlots * width)});
   }
@@ -45,9 +47,9 @@ void CpuBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) {
       const uint32_t slot = slots[i];
       const bool first_move = slot_moved_by_[slot] == 0;
       const int64_t total = slot_moved_by_[slot] + delta;
-      for (int il = 0; il < config.n_layer; ++il) {
+      for (int il = 0; il < config.n_kv_layers; ++il) {
         const LayerConfig& lc = config.layers[il];
-        const size_t width = static_cast<size_t>(lc.n_head_kv) * lc.head_dim;
+        const size_t width = kv_width(lc);
         LayerCache& cache = cache_[il];
         uint16_t* key = cache.k.data() + slot * width;
         uint16_t* as_written = cache.k_as_written.data() + slot * width;
@@ -80,10 +82,13 @@ bool CpuBackend::forward(const Batch& batch, const AttentionView& view, LogitsWa
   }
 
   embed(batch);
+  if (config.has_per_layer_embeddings()) prepare_per_layer_inputs(batch);
   for (int il = 0; il < config.n_layer; ++il) {
     if (batch.cancelled && batch.cancelled()) return false;
     attention_block(il, batch, config.layers[il].sliding ? view.sliding_slots : view.global_slots);
     ffn_block(il, n_tokens);
+    if (config.has_per_layer_embeddings()) per_layer_embedding_block(il, n_tokens);
+    scale_layer_output(il, n_tokens);
   }
   output_logits(n_tokens, wanted, candidates, out);
   return true;
@@ -101,6 +106,38 @@ void CpuBackend::embed(const Batch& batch) {
   }
 }
 
+// llama.cpp's gemma4 per-layer inputs, in its order of operations: the token's per-layer row
+// scaled by sqrt(n_embd_per_layer), plus the RMS-normed (per layer) projection of the scaled token
+// embedding scaled by 1/sqrt(n_embd) before the norm, the sum scaled by 1/sqrt(2).
+void CpuBackend::prepare_per_layer_inputs(const Batch& batch) {
+  const ModelConfig& config = model_->config();
+  const PerLayerInputWeights& w = model_->per_layer_inputs();
+  const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
+  const int64_t width = config.n_embd_per_layer;
+  const int64_t all_layers = int64_t{config.n_layer} * width;
+  const float token_scale = std::sqrt(static_cast<float>(width));
+  const float projection_scale = 1.0f / std::sqrt(static_cast<float>(config.n_embd));
+  const float input_scale = 1.0f / std::sqrt(2.0f);
+
+  // proj_ takes the projections of all tokens, gate_ one token's per-layer embedding row at a time.
+  resize(proj_, n_tokens * all_layers);
+  resize(gate_, all_layers);
+  resize(per_layer_inputs_, n_tokens * all_layers);
+  matmul(w.model_proj, x_.data(), n_tokens, proj_.data(), pool_);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    float* token_rows = gate_.data();
+    dequantize_row(w.token_embd, batch.tokens[t], token_rows);
+    for (int il = 0; il < config.n_layer; ++il) {
+      float* projected = proj_.data() + t * all_layers + il * width;
+      for (int64_t i = 0; i < width; ++i) projected[i] *= projection_scale;
+      rms_norm(projected, projected, width, config.norm_eps, w.proj_norm);
+      const float* token_row = token_rows + il * width;
+      float* input = per_layer_inputs_.data() + (int64_t{il} * n_tokens + t) * width;
+      for (int64_t i = 0; i < width; ++i) input[i] = (projected[i] + token_row[i] * token_scale) * input_scale;
+    }
+  }
+}
+
 void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns& view_slots) {
   const ModelConfig& config = model_->config();
   const LayerConfig& lc = config.layers[il];
@@ -115,19 +152,23 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   for (int64_t t = 0; t < n_tokens; ++t) {
     rms_norm(x_.data() + t * n_embd, normed_.data() + t * n_embd, n_embd, config.norm_eps, w.attn_norm);
   }
+  // A KV-shared layer computes queries only and attends over its source layer's cache.
+  const bool writes_kv = config.owns_kv(il);
   resize(q_, n_tokens * q_width);
-  resize(k_, n_tokens * kv_width);
-  resize(v_, n_tokens * kv_width);
   matmul(w.wq, normed_.data(), n_tokens, q_.data(), pool_);
-  matmul(w.wk, normed_.data(), n_tokens, k_.data(), pool_);
-  if (w.wv) {
-    matmul(*w.wv, normed_.data(), n_tokens, v_.data(), pool_);
-  } else {
-    std::copy_n(k_.data(), n_tokens * kv_width, v_.data());  // Gemma 4 layers without attn_v: V = K
+  if (writes_kv) {
+    resize(k_, n_tokens * kv_width);
+    resize(v_, n_tokens * kv_width);
+    matmul(w.wk, normed_.data(), n_tokens, k_.data(), pool_);
+    if (w.wv) {
+      matmul(*w.wv, normed_.data(), n_tokens, v_.data(), pool_);
+    } else {
+      std::copy_n(k_.data(), n_tokens * kv_width, v_.data());  // Gemma 4 layers without attn_v: V = K
+    }
   }
 
   // Per-head norms and RoPE, then the new keys and values go to their slots.
-  LayerCache& cache = cache_[il];
+  LayerCache& cache = cache_[lc.kv_layer];
   pool_.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
     RopeTable rope;
     for (int64_t t = begin; t < end; ++t) {
@@ -140,6 +181,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
           for (int i = 0; i < head_dim; ++i) head[i] *= config.query_scale;
         }
       }
+      if (!writes_kv) continue;
       uint16_t* k_slot = cache.k.data() + static_cast<size_t>(batch.slots[t]) * kv_width;
       uint16_t* v_slot = cache.v.data() + static_cast<size_t>(batch.slots[t]) * kv_width;
       for (int h = 0; h < lc.n_head_kv; ++h) {
@@ -218,8 +260,33 @@ void CpuBackend::ffn_block(int il, int64_t n_tokens) {
     float* p = proj_.data() + t * n_embd;
     rms_norm(p, p, n_embd, config.norm_eps, w.post_ffn_norm);
     float* x = x_.data() + t * n_embd;
-    for (int64_t i = 0; i < n_embd; ++i) x[i] = (x[i] + p[i]) * w.output_scale;
+    for (int64_t i = 0; i < n_embd; ++i) x[i] += p[i];
   }
+}
+
+// x += RMSNorm(proj(gelu(gate(x)) * this layer's per-layer input)), as llama.cpp's gemma4 graph.
+void CpuBackend::per_layer_embedding_block(int il, int64_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const LayerWeights& w = model_->layers()[il];
+  const int64_t n_embd = config.n_embd;
+  const int64_t width = config.n_embd_per_layer;
+  resize(gate_, n_tokens * width);
+  matmul(w.per_layer_gate, x_.data(), n_tokens, gate_.data(), pool_);
+  geglu(gate_.data(), per_layer_inputs_.data() + int64_t{il} * n_tokens * width, gate_.data(), n_tokens * width);
+  matmul(w.per_layer_proj, gate_.data(), n_tokens, proj_.data(), pool_);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    float* p = proj_.data() + t * n_embd;
+    rms_norm(p, p, n_embd, config.norm_eps, w.per_layer_post_norm);
+    float* x = x_.data() + t * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) x[i] += p[i];
+  }
+}
+
+void CpuBackend::scale_layer_output(int il, int64_t n_tokens) {
+  const float scale = model_->layers()[il].output_scale;
+  if (scale == 1.0f) return;
+  const int64_t n = n_tokens * model_->config().n_embd;
+  for (int64_t i = 0; i < n; ++i) x_[i] *= scale;
 }
 
 void CpuBackend::output_logits(int64_t n_tokens, LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out) {

@@ -1,5 +1,6 @@
-// The CPU reference backend: the Gemma 3 / dense Gemma 4 decoder over GGUF weights, with the KV
-// cache in f16 at fixed geometry (kKvSlots slots per layer, allocated once). Batched prefill and
+// The CPU reference backend: the Gemma 3 / dense Gemma 4 decoder (E-models' per-layer embeddings
+// and KV-shared layers included) over GGUF weights, with the KV cache in f16 at fixed geometry
+// (kKvSlots slots per layer that owns KV, allocated once). Batched prefill and
 // single-token decode run the same code; work is split across a thread pool.
 #pragma once
 
@@ -42,13 +43,16 @@ class CpuBackend final : public Backend {
   };
 
   void embed(const Batch& batch);
+  void prepare_per_layer_inputs(const Batch& batch);
   void attention_block(int il, const Batch& batch, const kv::SlotRuns& view_slots);
   void ffn_block(int il, int64_t n_tokens);
+  void per_layer_embedding_block(int il, int64_t n_tokens);
+  void scale_layer_output(int il, int64_t n_tokens);
   void output_logits(int64_t n_tokens, LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out);
 
   std::shared_ptr<const Model> model_;
   ThreadPool pool_;
-  std::vector<LayerCache> cache_;
+  std::vector<LayerCache> cache_;  // one per layer that owns KV (ModelConfig::n_kv_layers)
   std::vector<int32_t> slot_position_;  // RoPE position of each slot's key, -1 when empty
   std::vector<int64_t> slot_moved_by_;  // positions rotate_keys moved a slot since it was written
 
@@ -57,6 +61,8 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> min_position_, max_position_;
   // Activations for the current batch, [n_tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
+  // E-models: every layer's per-layer embedding input, [n_layer][n_tokens][n_embd_per_layer].
+  std::vector<float> per_layer_inputs_;
 };
 
 }  // namespace channel::cpu

@@ -13,8 +13,8 @@ namespace channel::cpu {
 
 void CpuBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
   const ModelConfig& config = model_->config();
-  begin_kv_export(slots, slot_position_, slot_moved_by_, config.n_layer, out);
-  for (int il = 0; il < config.n_layer; ++il) {
+  begin_kv_export(slots, slot_position_, slot_moved_by_, config.n_kv_layers, out);
+  for (int il = 0; il < config.n_kv_layers; ++il) {
     const size_t width = kv_width(config.layers[il]);
     const LayerCache& cache = cache_[il];
     KvBlob::Layer& layer = out.layers[il];
@@ -36,7 +36,7 @@ void CpuBackend::write_kv(const KvBlob& blob) {
   std::map<int64_t, std::vector<uint32_t>> slots_by_move;
   for (size_t i = 0; i < blob.slots.size(); ++i) {
     const uint32_t slot = blob.slots[i];
-    for (int il = 0; il < config.n_layer; ++il) {
+    for (int il = 0; il < config.n_kv_layers; ++il) {
       const size_t width = kv_width(config.layers[il]);
       LayerCache& cache = cache_[il];
       std::copy_n(blob.layers[il].k_as_written.data() + i * width, width, cache.k.data() + slot * width);

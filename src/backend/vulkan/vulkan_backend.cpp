@@ -179,6 +179,21 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   return options;
 }
 
+// Gemma 4 E-models' per-layer embeddings and KV-shared layers have no kernels here yet: such a
+// model is refused before any device memory is taken.
+void refuse_unsupported_features(const ModelConfig& config) {
+  if (config.has_per_layer_embeddings()) {
+    fail("Vulkan: this Gemma 4 E-model has per-layer embeddings (embedding_length_per_layer_input = {}), which the "
+         "Vulkan backend does not run yet; use --backend cpu",
+         config.n_embd_per_layer);
+  }
+  if (config.n_kv_layers != config.n_layer) {
+    fail("Vulkan: this Gemma 4 E-model has KV-shared layers (attention.shared_kv_layers = {}), which the Vulkan "
+         "backend does not run yet; use --backend cpu",
+         config.n_layer - config.n_kv_layers);
+  }
+}
+
 }  // namespace
 
 struct VulkanBackend::LayerWeights {
@@ -191,6 +206,7 @@ struct VulkanBackend::LayerWeights {
 VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options)
     : model_(std::move(model)), options_(options), slot_position_(kKvSlots, -1), slot_moved_by_(kKvSlots, 0) {
   if (options_.layers_per_submit < 1) fail("--layers-per-submit must be at least 1");
+  refuse_unsupported_features(model_->config());
   device_ = std::make_unique<Device>(options_.device_index);
   pipelines_ = std::make_unique<PipelineCache>(*device_);
   matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_, matmul_options(device_->info()));

@@ -19,6 +19,16 @@ THRESHOLDS = {
     "q4_0": (2e-2, 0.90),
 }
 
+# The architectures the drivers compare: name -> `channel model synth` flags. gemma4e is a Gemma 4
+# E-model: with the synthesizer's 6 layers of period 3 (sliding 0, 1, 3, 4; global 2, 5),
+# per-layer embeddings of width 32 and the last 3 layers KV-shared (3 and 4 reuse layer 1's KV,
+# 5 reuses layer 2's, as llama.cpp assigns them), those with a double-wide FFN.
+ARCH_SYNTH_FLAGS = {
+    "gemma3": ["--arch", "gemma3"],
+    "gemma4": ["--arch", "gemma4"],
+    "gemma4e": ["--arch", "gemma4", "--ple", "32", "--kv-shared", "3"],
+}
+
 
 def comma_list(convert):
     return lambda text: [convert(item) for item in text.split(",") if item]
@@ -32,15 +42,16 @@ def existing_file(text):
     return path
 
 
-def add_common_arguments(parser, report_name):
+def add_common_arguments(parser, report_name, archs=tuple(ARCH_SYNTH_FLAGS)):
     """The options both drivers take: the binaries, the vocabulary, the work folder, the weight types
-    and architectures, and the llama.cpp CPU variant."""
+    and architectures (`archs` by default), and the llama.cpp CPU variant."""
     parser.add_argument("--channel", required=True, type=existing_file, help="the channel binary")
     parser.add_argument("--oracle", required=True, type=existing_file, help="the llama_oracle binary")
     parser.add_argument("--vocab", required=True, type=existing_file, help="Gemma 4 vocabulary GGUF")
     parser.add_argument("--workdir", required=True, type=Path, help=f"models, logits and {report_name} go here")
     parser.add_argument("--types", type=comma_list(str), default=list(THRESHOLDS), help="weight types")
-    parser.add_argument("--archs", type=comma_list(str), default=["gemma3", "gemma4"])
+    parser.add_argument("--archs", type=comma_list(str), default=list(archs),
+                        help=f"architectures: {', '.join(ARCH_SYNTH_FLAGS)} (gemma4e: a Gemma 4 E-model)")
     parser.add_argument("--cpu-variant", default="reference",
                         help="llama.cpp CPU variant to compare against (default: reference, the best without AMX "
                              "or FP16 arithmetic)")
@@ -59,6 +70,9 @@ def check_common_arguments(parser, args):
     unknown = set(args.types) - set(THRESHOLDS)
     if unknown:
         parser.error(f"no thresholds for weight types {sorted(unknown)}")
+    unknown = set(args.archs) - set(ARCH_SYNTH_FLAGS)
+    if unknown:
+        parser.error(f"unknown architectures {sorted(unknown)} (known: {', '.join(ARCH_SYNTH_FLAGS)})")
 
 
 def run(command, env=None):

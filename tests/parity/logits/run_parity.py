@@ -19,8 +19,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from parity_common import (THRESHOLDS, add_common_arguments, check_common_arguments, comma_list, compare_logits,
-                           labelled_ids, make_prompt, markdown_table, oracle_eval, print_table, read_logits, run,
+from parity_common import (ARCH_SYNTH_FLAGS, THRESHOLDS, add_common_arguments, check_common_arguments, comma_list,
+                           compare_logits, labelled_ids, make_prompt, markdown_table, oracle_eval, print_table, read_logits, run,
                            start_run)
 
 GREEDY_TYPES = {"f32"}  # only unquantized F32 is expected to reproduce llama.cpp's greedy tokens exactly
@@ -100,7 +100,7 @@ def run_model(arch, wtype, args, n_vocab):
     cases = [Case(arch, wtype, length) for length in args.prompt_lengths]
     print(f"{arch} {wtype}: synthesizing {model.name}", file=sys.stderr)
     try:
-        run([args.channel, "model", "synth", "--arch", arch, "--type", wtype, "--vocab", args.vocab,
+        run([args.channel, "model", "synth", *ARCH_SYNTH_FLAGS[arch], "--type", wtype, "--vocab", args.vocab,
              "--seed", args.seed, "--out", model])
     except RuntimeError as e:
         for case in cases:

@@ -6,7 +6,9 @@ everything else is random (2-5 layers and the global-layer period, embedding wid
 not multiples of 256, 1-8 query heads with GQA ratios 1-8, head sizes 32-512 (Gemma 4: one for
 sliding and one for global layers), FFN widths that are odd multiples of 32, sliding windows 4-1024,
 a prompt of 1-300 tokens; Gemma 4: partial or full rotation, V = K or an own V on global layers,
-layer output scales or none; Gemma 3: linear RoPE scaling or none). Channel synthesizes the model,
+layer output scales or none; Gemma 3: linear RoPE scaling or none; with --archs gemma4e too, Gemma 4
+E-models of 3-6 layers: per-layer embeddings of 16-64 and 1 or more KV-shared layers where llama.cpp's
+assignment allows). Channel synthesizes the model,
 llama.cpp (its pinned CPU variant, see cpu_variants.h) and Channel evaluate the prompt, and the
 all-position logits are compared: rel L2 ||ours - ref|| / ||ref||, max |d| and argmax agreement.
 
@@ -37,7 +39,8 @@ ARGMAX_MIN_POSITIONS = 50  # a case's own argmax agreement is judged from this m
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(parser, "sweep.md")
+    # E-models (gemma4e) only when asked for, so that the CI's 20 shapes stay the ones reported.
+    add_common_arguments(parser, "sweep.md", archs=("gemma3", "gemma4"))
     parser.add_argument("--shapes", type=int, default=20, help="number of random shapes (cases 0..N-1)")
     parser.add_argument("--cases", type=comma_list(int), help="run only these case indices (to reproduce one)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the shapes, models and prompts")
@@ -74,16 +77,24 @@ class Shape:
     global_v: bool = False                   # gemma4 only
     layer_output_scale: bool = True          # gemma4 only
     rope_scaling: Optional[float] = None     # gemma3 only
+    per_layer_embd: int = 0                  # gemma4e only
+    kv_shared: int = 0                       # gemma4e only
+
+    def gemma4(self):
+        return self.arch in ("gemma4", "gemma4e")
 
     def synth_flags(self):
-        flags = ["--arch", self.arch, "--type", self.wtype, "--seed", self.seed * 1_000_003 + self.index,
-                 "--layers", self.layers, "--period", self.period, "--embd", self.embd, "--heads", self.heads,
-                 "--kv-heads", self.kv_heads, "--head-dim", self.head_dim, "--ffn", self.ffn, "--window", self.window]
-        if self.arch == "gemma4":
+        flags = ["--arch", "gemma4" if self.gemma4() else "gemma3", "--type", self.wtype,
+                 "--seed", self.seed * 1_000_003 + self.index, "--layers", self.layers, "--period", self.period,
+                 "--embd", self.embd, "--heads", self.heads, "--kv-heads", self.kv_heads, "--head-dim", self.head_dim,
+                 "--ffn", self.ffn, "--window", self.window]
+        if self.gemma4():
             flags += ["--kv-heads-global", self.kv_heads_global, "--head-dim-global", self.head_dim_global,
                       "--rotary-fraction", self.rotary_fraction]
             flags += ["--global-v"] if self.global_v else []
             flags += [] if self.layer_output_scale else ["--no-layer-output-scale"]
+            if self.arch == "gemma4e":
+                flags += ["--ple", self.per_layer_embd, "--kv-shared", self.kv_shared]
         else:
             flags += ["--rope-scaling", self.rope_scaling]
         return [str(flag) for flag in flags]
@@ -91,9 +102,11 @@ class Shape:
     def describe(self):
         text = (f"L{self.layers}/p{self.period} e{self.embd} h{self.heads}/kv{self.kv_heads} d{self.head_dim} "
                 f"ffn{self.ffn} w{self.window}")
-        if self.arch == "gemma4":
+        if self.gemma4():
             text += (f" g:kv{self.kv_heads_global} d{self.head_dim_global} rot{self.rotary_fraction:g}"
                      f"{' V' if self.global_v else ' V=K'}{'' if self.layer_output_scale else ' no-scale'}")
+            if self.arch == "gemma4e":
+                text += f" ple{self.per_layer_embd} shared{self.kv_shared}"
         else:
             text += f" ropex{self.rope_scaling:g}"
         return text
@@ -123,15 +136,32 @@ def embedding_width(rng, quantized):
     return width + step if width % 256 == 0 else width
 
 
+def is_global_layer(layers, period, il):
+    """As the synthesizer lays Gemma 4 layers out: every period-th layer and the last are global."""
+    return il == layers - 1 or il % period == period - 1
+
+
+def kv_sharing_allowed(layers, period, shared):
+    """Whether llama.cpp's KV reuse fits: with the first shared layer f, shared sliding layers take
+    layer f-2's KV and shared global ones layer f-1's, which must be of those types."""
+    first = layers - shared
+    kinds = {is_global_layer(layers, period, il) for il in range(first, layers)}
+    return (first >= 2 and (True not in kinds or is_global_layer(layers, period, first - 1)) and
+            (False not in kinds or not is_global_layer(layers, period, first - 2)))
+
+
 def draw_shape(seed, index, archs, types):
     rng = np.random.default_rng([seed, index])
     arch = archs[index % len(archs)]
     wtype = types[(index // len(archs)) % len(types)]
     quantized = wtype in QUANTIZED
-    layers = int(rng.integers(2, 6))
+    layers = int(rng.integers(3, 7)) if arch == "gemma4e" else int(rng.integers(2, 6))
     # llama.cpp refuses a model without a sliding layer, so the period is at least 2 (layer 0
-    # slides); above the layer count it makes a Gemma 3 model of sliding layers only.
+    # slides); above the layer count it makes a Gemma 3 model of sliding layers only. An E-model
+    # draws it again until some number of KV-shared layers fits it.
     period = int(rng.integers(2, layers + 2))
+    while arch == "gemma4e" and not any(kv_sharing_allowed(layers, period, k) for k in range(1, layers)):
+        period = int(rng.integers(2, layers + 2))
     heads = int(rng.integers(1, 9))
     head_dim = head_size(rng, heads, quantized)
     # Prompts are as often long (up to 300) as short (log-uniform from 1), windows from 4 to 1024
@@ -142,12 +172,16 @@ def draw_shape(seed, index, archs, types):
                   kv_heads=heads // int(rng.choice(divisors(heads))), kv_heads_global=0, head_dim=head_dim,
                   head_dim_global=0, ffn=32 * (2 * int(rng.integers(0, 16)) + 1),
                   window=log_uniform_int(rng, 4, 1024), prompt_length=prompt_length)
-    if arch == "gemma4":
+    if shape.gemma4():
         shape.kv_heads_global = heads // int(rng.choice(divisors(heads)))
         shape.head_dim_global = head_size(rng, heads, quantized)
         shape.rotary_fraction = float(rng.choice([1.0, 0.25, round(rng.uniform(0.05, 0.95), 2)]))
         shape.global_v = bool(rng.random() < 0.5)
         shape.layer_output_scale = bool(rng.random() < 0.75)
+        if arch == "gemma4e":
+            # Up to 64 per layer: per_layer_token_embd is 262144 rows of layers x width.
+            shape.per_layer_embd = int(rng.choice([32, 64] if quantized else [16, 32, 48, 64]))
+            shape.kv_shared = int(rng.choice([k for k in range(1, layers) if kv_sharing_allowed(layers, period, k)]))
     else:
         shape.rope_scaling = float(rng.choice([0.0, 8.0, round(rng.uniform(1.0, 16.0), 2)]))
     return shape

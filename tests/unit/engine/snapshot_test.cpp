@@ -71,8 +71,11 @@ class SnapshotTest : public ::testing::Test {
     options_.n_embd = 64;
     options_.n_ff = 64;
     options_.vocab_path = vocab->string();
+    configure(options_);
     model_ = Model::load(testing::synthesize(dir_, options_, "m.gguf"));
   }
+
+  virtual void configure(SynthOptions&) {}
 
   std::unique_ptr<Session> make_session(const std::shared_ptr<const Model>& model, float temperature = 0.0f) {
     backends_.push_back(std::make_unique<cpu::CpuBackend>(model, 2));
@@ -309,6 +312,28 @@ TEST_F(SnapshotTest, BadSnapshotsAreRefusedAndTheSessionIsUnchanged) {
   twin->save_snapshot(twin_path, "");
   EXPECT_TRUE(read_bytes(victim_path) == read_bytes(twin_path)) << "the whole state is the twin's";
   EXPECT_EQ(turn(*victim, "Go on"), turn(*twin, "Go on"));
+}
+
+// A Gemma 4 E-model: layers 0, 2 sliding, 1, 3 global, per-layer embeddings, and layers 2 and
+// 3 reusing the KV of layers 0 and 1. The snapshot holds the KV of the two layers that own it.
+class EModelSnapshotTest : public SnapshotTest {
+ protected:
+  void configure(SynthOptions& o) override {
+    o.n_layer = 4;
+    o.n_embd_per_layer = 32;
+    o.n_kv_shared = 2;
+  }
+};
+
+TEST_F(EModelSnapshotTest, RoundTripHoldsOnlyTheLayersWithKv) {
+  ASSERT_EQ(model_->config().n_kv_layers, 2);
+  auto session = make_session();
+  turn(*session, "Hello there");
+  const std::string path = dir_.file("s.snap");
+  expect_round_trip(*session, path);
+  const Snapshot snapshot = read_snapshot_file(path);
+  EXPECT_EQ(snapshot.kv.layers.size(), 2u);
+  EXPECT_EQ(snapshot.geometry.kv_widths, (std::vector<uint32_t>{2 * 32, 1 * 64}));
 }
 
 TEST_F(SnapshotTest, FingerprintTellsModelsApart) {

@@ -270,5 +270,25 @@ TEST(VulkanBackend, BadInputIsRefusedBeforeAnythingRuns) {
   EXPECT_THROW(gpu->forward(batch, AttentionView{}, LogitsWanted::Last, {}, out), Error);
 }
 
+// The refusal comes before any device is opened, so it needs no Vulkan device.
+TEST(VulkanBackend, RefusesGemma4EModelsAtLoadNamingTheFeature) {
+  TempDir dir;
+  const auto expect_refused = [&dir](int per_layer_embd, int kv_shared, const std::string& feature) {
+    SynthOptions o = default_synth_options(ModelArch::Gemma4);
+    o.n_embd_per_layer = per_layer_embd;
+    o.n_kv_shared = kv_shared;
+    const auto model = Model::load(testing::synthesize(dir, o, "e.gguf"));
+    try {
+      vulkan::VulkanBackend backend(model, vulkan::VulkanBackendOptions{});
+      FAIL() << "the Vulkan backend took a model with " << feature;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(feature), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--backend cpu"), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(32, 0, "per-layer embeddings");
+  expect_refused(0, 3, "KV-shared layers");
+}
+
 }  // namespace
 }  // namespace channel

@@ -66,6 +66,39 @@ TEST(ModelConfig, Gemma3PatternScalingAndQueryScale) {
   EXPECT_FALSE(c.v_norm);
 }
 
+// An E-model as the parity tests make it: layers 0, 1 sliding, 2 global, 3, 4 sliding, 5 global;
+// the last 3 share KV, as llama.cpp assigns it: sliding ones that of layer 1, the global one 2's.
+SynthOptions e_model_options() {
+  SynthOptions o = default_synth_options(ModelArch::Gemma4);
+  o.n_layer = 6;
+  o.sliding_period = 3;
+  o.n_embd_per_layer = 32;
+  o.n_kv_shared = 3;
+  return o;
+}
+
+TEST(ModelConfig, Gemma4EModelSharesKvAndHasPerLayerEmbeddings) {
+  TempDir dir;
+  const SynthOptions o = e_model_options();
+  const auto model = Model::load(testing::synthesize(dir, o, "e.gguf"));
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.n_embd_per_layer, 32);
+  EXPECT_EQ(c.n_kv_layers, 3);
+  const std::vector<int> kv_layer = {0, 1, 2, 1, 1, 2};
+  for (int il = 0; il < 6; ++il) {
+    EXPECT_EQ(c.layers[il].kv_layer, kv_layer[il]) << il;
+    EXPECT_EQ(c.owns_kv(il), il < 3) << il;
+    // The double-wide FFN of the shared layers comes from the per-layer feed_forward_length.
+    EXPECT_EQ(c.layers[il].n_ff, il < 3 ? o.n_ff : 2 * o.n_ff) << il;
+    EXPECT_EQ(model->layers()[il].per_layer_gate.rows, 32) << il;
+    EXPECT_EQ(model->layers()[il].per_layer_proj.cols, 32) << il;
+    EXPECT_EQ(model->layers()[il].wk.rows == 0, il >= 3) << "no attn_k on shared layers: " << il;
+  }
+  EXPECT_EQ(model->per_layer_inputs().token_embd.cols, 6 * 32);
+  EXPECT_EQ(model->per_layer_inputs().model_proj.rows, 6 * 32);
+  EXPECT_EQ(model->per_layer_inputs().proj_norm.size(), 32u);
+}
+
 // Rewrites a synthesized model with one metadata key changed.
 std::string with_key(const TempDir& dir, const std::string& source, const std::string& key, GgufValue value) {
   const GgufFile file = GgufFile::open(source);
@@ -93,8 +126,20 @@ void expect_refused(const std::string& path, const std::string& words) {
 TEST(ModelConfig, RefusesWhatItCannotRun) {
   TempDir dir;
   const std::string g4 = testing::synthesize(dir, default_synth_options(ModelArch::Gemma4), "g4.gguf");
-  expect_refused(with_key(dir, g4, "gemma4.embedding_length_per_layer_input", GgufValue::u32(256)), "per-layer embeddings");
-  expect_refused(with_key(dir, g4, "gemma4.attention.shared_kv_layers", GgufValue::u32(4)), "shares KV");
+  // Per-layer embeddings without their tensors.
+  expect_refused(with_key(dir, g4, "gemma4.embedding_length_per_layer_input", GgufValue::u32(256)),
+                 "'blk.0.inp_gate.weight' is missing");
+  // 4 of 6 shared: the global layer 2 would reuse layer 1 (llama.cpp's choice), which is sliding.
+  expect_refused(with_key(dir, g4, "gemma4.attention.shared_kv_layers", GgufValue::u32(4)),
+                 "KV-shared layer 2 is global but layer 1");
+  expect_refused(with_key(dir, g4, "gemma4.attention.shared_kv_layers", GgufValue::u32(5)), "at least 2");
+  expect_refused(with_key(dir, g4, "gemma4.attention.shared_kv_layers", GgufValue::u32(6)), "must be in 0..5");
+  // The shared sliding layers' source (layer 1) with other KV heads than theirs.
+  const std::string e = testing::synthesize(dir, e_model_options(), "e.gguf");
+  std::vector<GgufValue> kv_heads;
+  for (int n : {2, 1, 1, 2, 2, 1}) kv_heads.push_back(GgufValue::i32(n));
+  expect_refused(with_key(dir, e, "gemma4.attention.head_count_kv", GgufValue::array(GgufValueType::INT32, kv_heads)),
+                 "KV-shared layer 3 has 2 KV heads of size 32 but layer 1");
   expect_refused(with_key(dir, g4, "gemma4.expert_count", GgufValue::u32(128)), "mixture-of-experts");
   expect_refused(with_key(dir, g4, "general.architecture", GgufValue::string("llama")), "architecture 'llama'");
   expect_refused(with_key(dir, g4, "gemma4.attention.head_count", GgufValue::u32(3)), "not a multiple");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "test_models.h"
+#include "core/error.h"
 #include "core/split_mix.h"
 #include "model/gguf.h"
 
@@ -58,6 +59,31 @@ TEST(SynthRopeScaling, FactorZeroWritesNoScalingKeys) {
   const std::vector<uint8_t> unscaled = synth_metadata(options).to_bytes();
   EXPECT_EQ(GgufFile::parse(unscaled).find("gemma3.rope.scaling.factor"), nullptr);
   EXPECT_EQ(GgufFile::parse(unscaled).find("gemma3.rope.scaling.type"), nullptr);
+}
+
+// KV sharing as llama.cpp assigns it: the layer before the first shared one must be global when
+// a shared layer is, the one before that sliding when a shared layer is.
+TEST(SynthKvShared, RefusesLayoutsLlamaCppCannotReuse) {
+  testing::TempDir dir;
+  SynthOptions options = default_synth_options(ModelArch::Gemma4);  // 6 layers, global: 2 and 5
+  options.vocab_path = testing::write_small_vocab(dir);
+  const auto refusal = [&](int shared) {
+    options.n_kv_shared = shared;
+    try {
+      synth_metadata(options);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(refusal(3), "");  // 3, 4 reuse layer 1; 5 reuses layer 2
+  EXPECT_NE(refusal(2).find("layer 3 (whose KV the shared global layers reuse) must be global"), std::string::npos);
+  EXPECT_NE(refusal(4).find("layer 1 (whose KV the shared global layers reuse) must be global"), std::string::npos);
+  EXPECT_NE(refusal(5).find("fewer than 2 layers with KV"), std::string::npos);
+  options.n_kv_shared = 0;
+  options.arch = ModelArch::Gemma3;
+  options.n_embd_per_layer = 32;
+  EXPECT_THROW(synth_metadata(options), Error);
 }
 
 TEST(SplitMix64, SkippingNormalsLandsWhereDrawingThemWould) {
