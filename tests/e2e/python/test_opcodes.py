@@ -179,7 +179,7 @@ class ProbeTest(EngineTestCase):
         # The original client's backlog-triage probe carries a preview of the event; past ~62 words
         # it needs more than the 128 scratch slots, and a refusal would stall that client (its
         # probe() has no error path).
-        preview = " ".join(f"word{i}" for i in range(300))
+        preview = " ".join(["event"] * 150)  # with the framing, about 180 tokens
         prompt = f"Backlog event:\n{preview}\n0: satisfied\n1: execute now\n2: defer\nDecision:"
         result = self.probe_events(prompt, ["0", "1", "2"], max_decode_tokens=1)
         self.assertIn(result.winning_idx, (0, 1, 2))
