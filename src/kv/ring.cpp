@@ -164,8 +164,8 @@ int64_t KvRing::oldest_movable_position() const {
 }
 
 void KvRing::rebase_if_needed(std::vector<Rotation>& out) {
-  // Transient tokens may follow (up to kScratchSlots more queries): keep room for them where
-  // the layout allows.
+  // Transient tokens may follow: keep room for a scratch's worth of queries where the layout
+  // allows (longer probes move anchors and recall for their duration, see append).
   const int64_t last_query = clock_ - 1;
   if (last_query + kScratchSlots - oldest_movable_position() < kMaxRelativeDistance) return;
   // New layout behind the live ring: recall, then anchors, then the ring.
