@@ -1,6 +1,6 @@
 // The slots a layer type reads, as up to five contiguous runs (anchors, recall, ring, and the
-// transient tokens' scratch and ring slots), read in order. Runs are views into tables the ring keeps, so producing a view is O(1): sliding
-// the window never copies slot lists.
+// transient tokens' scratch and ring slots), read in order. Runs are views into tables the ring
+// keeps, so producing a view is O(1): sliding the window never copies slot lists.
 #pragma once
 
 #include <array>
