@@ -18,6 +18,7 @@ struct ServeOptions {
   uint32_t max_tokens = 128;
   uint64_t seed = 0;
   bool tool_call_json = false;
+  std::string snapshot_dir;
   // Accepted for compatibility with the original engine's command line.
   bool q4 = false, q8 = false, no_memory = false, quiescence = false;
   std::string quant, memory;
@@ -57,6 +58,11 @@ void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
   app.add_flag("--tool-call-json", o.tool_call_json,
                "Channel extension: OP_TOOL_CALL carries the arguments as JSON instead of Gemma's notation (the "
                "notation is kept when it does not convert)");
+  app.add_option("--snapshot-dir", o.snapshot_dir,
+                 "Channel extension: SNAPSHOT_SAVE/LOAD paths are relative to DIR and may not leave it (no absolute "
+                 "paths, no '..', no symbolic link out of it: OP_ERROR); without it paths are used as given, relative "
+                 "to the working directory")
+      ->type_name("DIR");
   app.add_flag("--q4,--mixed,--q4-mixed", o.q4, "accepted for compatibility (weights keep their GGUF types)");
   app.add_flag("--q8", o.q8, "accepted for compatibility (weights keep their GGUF types)");
   app.add_option("--quant", o.quant, "accepted for compatibility (weights keep their GGUF types)");
@@ -73,6 +79,9 @@ void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
 int run_serve(const ServeOptions& o, const CLI::App& app) {
   if (o.model_path.empty()) fail("--serve needs --model M");
   warn_unsupported(o, app);
+  // Checked before the model loads, which takes a while.
+  const server::SnapshotPaths snapshot_paths =
+      o.snapshot_dir.empty() ? server::SnapshotPaths() : server::SnapshotPaths(o.snapshot_dir);
   auto model = load_model_verbose(o.model_path);
   const auto backend = make_chosen_backend(model, o.backend);
   SessionConfig config;
@@ -84,7 +93,9 @@ int run_serve(const ServeOptions& o, const CLI::App& app) {
   if (app.count("--quiescence-threshold") > 0) config.quiescence_threshold = o.quiescence_threshold;
   Session session(model, *backend, config);
   fmt::print(stderr, "serving on stdin/stdout\n");
-  return server::serve(session, server::ServerOptions{.is_gpu = backend->is_gpu(), .tool_call_json = o.tool_call_json});
+  return server::serve(session, server::ServerOptions{.is_gpu = backend->is_gpu(),
+                                                     .tool_call_json = o.tool_call_json,
+                                                     .snapshot_paths = snapshot_paths});
 }
 
 }  // namespace

@@ -17,6 +17,10 @@ namespace {
 constexpr size_t kMaxProbeCandidates = 32;
 constexpr int kMaxProbeDecodeTokens = 16;
 constexpr size_t kMaxProbeTextBytes = 128;
+// Channel's own bound on a probe's framed prompt (the original has none: its probes overwrite
+// the oldest dialogue): every token past the scratch slots costs a live ring slot's KV, kept
+// until the rollback.
+constexpr size_t kMaxProbePromptTokens = 2048;
 
 }  // namespace
 
@@ -41,11 +45,17 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
   if (tokens.empty()) return result;
   const bool discrete = max_decode_tokens <= 1 && !candidate_tokens.empty();
   const int decode_tokens = std::min<int>(max_decode_tokens, kMaxProbeDecodeTokens);
+  if (tokens.size() > kMaxProbePromptTokens) {
+    fail("the probe's prompt is {} tokens, more than the {} a probe may have", tokens.size(), kMaxProbePromptTokens);
+  }
   // A generative probe feeds every token it decodes but the last.
   const size_t generated_fed = discrete ? 0 : static_cast<size_t>(std::max(decode_tokens - 1, 0));
-  if (tokens.size() + generated_fed > kv::kScratchSlots) {
-    fail("the probe needs {} transient slots ({} prompt tokens and {} generated), more than the {} there are",
-         tokens.size() + generated_fed, tokens.size(), generated_fed, kv::kScratchSlots);
+  const kv::KvRing& ring = context_.ring();
+  if (tokens.size() + generated_fed > ring.transient_capacity()) {
+    fail("the probe needs {} transient slots ({} prompt tokens and {} generated), more than the {} there are "
+         "({} scratch and the {} ring slots the {} anchors leave)",
+         tokens.size() + generated_fed, tokens.size(), generated_fed, ring.transient_capacity(), kv::kScratchSlots,
+         ring.ring_slots(), ring.anchor_count());
   }
 
   events.status(StatusReport{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())});

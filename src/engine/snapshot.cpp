@@ -405,7 +405,7 @@ Snapshot read_snapshot_file(const std::string& path) {
 void write_snapshot_file(const Snapshot& snapshot, const std::string& path) {
   if (path.empty()) fail("the path is empty");
   if (path.find('\0') != std::string::npos) fail("the path contains a NUL byte");
-  const std::string temp = path + ".tmp";
+  const std::string temp = snapshot_temp_path(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot create '{}': {}", temp, std::strerror(errno));
   try {

@@ -64,10 +64,11 @@ struct Snapshot {
 // of range are written as they are, for parse_snapshot to refuse.
 std::vector<uint8_t> encode_snapshot(const Snapshot& snapshot);
 
-// Writes `<path>.tmp`, fsyncs it, renames it to `path` and fsyncs the directory, so `path` is
-// the old file or the whole new one, even across a crash. Throws channel::Error (and removes the
-// temp file) as encode_snapshot does, and on any I/O failure.
+// Writes snapshot_temp_path(path), fsyncs it, renames it to `path` and fsyncs the directory, so
+// `path` is the old file or the whole new one, even across a crash. Throws channel::Error (and
+// removes the temp file) as encode_snapshot does, and on any I/O failure.
 void write_snapshot_file(const Snapshot& snapshot, const std::string& path);
+inline std::string snapshot_temp_path(const std::string& path) { return path + ".tmp"; }
 
 // Decodes and checks everything that needs no model: magic, version, header and section
 // checksums, every length against the bytes there are, the sections' order and their fields'

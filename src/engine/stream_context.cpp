@@ -14,7 +14,17 @@ void StreamContext::apply(const std::vector<kv::Rotation>& rotations) {
   for (const kv::Rotation& rotation : rotations) backend_.rotate_keys(rotation.slots, rotation.delta);
 }
 
-void StreamContext::rollback(int64_t clock) { apply(ring_.rollback(clock)); }
+int64_t StreamContext::begin_transient() {
+  const int64_t clock = ring_.begin_transient();
+  displaced_kv_.clear();
+  return clock;
+}
+
+void StreamContext::rollback(int64_t clock) {
+  apply(ring_.rollback(clock));
+  for (const KvBlob& kv : displaced_kv_) backend_.write_kv(kv);
+  displaced_kv_.clear();
+}
 
 void StreamContext::capture(kv::RingState& ring, KvBlob& kv) const {
   ring = ring_.state();
@@ -55,7 +65,7 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
     if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary (0..{})", token, n_vocab_ - 1);
   }
   if (ring_.transient() && tokens.size() > ring_.max_batch()) {
-    fail("{} transient tokens exceed the {} scratch slots left", tokens.size(), ring_.max_batch());
+    fail("{} transient tokens exceed the {} transient slots left", tokens.size(), ring_.max_batch());
   }
   Logits chunk_logits;
   out.values.clear();
@@ -81,6 +91,11 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
     }
     const kv::Placement placement = ring_.append(static_cast<uint32_t>(n));
     apply(placement.rotations);
+    if (!placement.displaced.empty()) {
+      KvBlob displaced;
+      backend_.read_kv(placement.displaced, displaced);
+      displaced_kv_.push_back(std::move(displaced));
+    }
     assert(ring_.max_global_distance() < kv::kMaxRelativeDistance);
     const LogitsWanted chunk_wanted = wanted == LogitsWanted::All ? LogitsWanted::All
                                       : last_chunk                ? wanted

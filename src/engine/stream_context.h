@@ -32,8 +32,11 @@ class StreamContext {
   bool append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
               std::span<const int32_t> candidates = {}, const std::function<bool()>& cancelled = {});
 
-  // Probes: tokens appended between begin_transient() and rollback() leave no trace.
-  int64_t begin_transient() { return ring_.begin_transient(); }
+  // Probes: tokens appended between begin_transient() and rollback() leave no trace, up to
+  // ring().transient_capacity() of them. Those past the scratch slots overwrite the oldest live
+  // ring slots: their KV is kept when a chunk displaces them and written back by rollback(),
+  // which touches only the slots the transient tokens changed.
+  int64_t begin_transient();
   void rollback(int64_t clock);
 
   // Snapshots: the ring's state and the KV of its live slots (anchors, recall, live ring).
@@ -56,6 +59,7 @@ class StreamContext {
   Backend& backend_;
   int n_vocab_;
   kv::KvRing ring_;
+  std::vector<KvBlob> displaced_kv_;  // of the live slots the pending transient tokens overwrote
 };
 
 }  // namespace channel

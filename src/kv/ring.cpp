@@ -48,7 +48,7 @@ void KvRing::mark_span(SpanType type) {
 }
 
 uint32_t KvRing::max_batch() const {
-  return transient_ ? kScratchSlots - scratch_used_ : ring_slots();
+  return transient_ ? transient_capacity() - scratch_used_ - static_cast<uint32_t>(spilled_from_.size()) : ring_slots();
 }
 
 void KvRing::evict_through(int64_t clock) {
@@ -79,12 +79,10 @@ Placement KvRing::append(uint32_t n) {
   const int64_t first_query = clock_;
   if (transient_) {
     for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t slot = kScratchBase + scratch_used_ + i;
-      slot_clock_[slot] = slot_position_[slot] = clock_ + i;
+      const uint32_t slot = place_transient(clock_ + i, placement);
       placement.slots.push_back(slot);
       placement.positions.push_back(static_cast<int32_t>(clock_ + i));
     }
-    scratch_used_ += n;
     clock_ += n;
     // Beyond what the committed layout allows: move anchors and recall just far enough.
     const int64_t oldest_movable = oldest_movable_position();
@@ -126,9 +124,24 @@ Placement KvRing::append(uint32_t n) {
   return placement;
 }
 
+uint32_t KvRing::place_transient(int64_t clock, Placement& placement) {
+  uint32_t slot = 0;
+  if (scratch_used_ < kScratchSlots) {
+    slot = kScratchBase + scratch_used_++;
+  } else {
+    // The slot the next committed token would take: the oldest live ring token's, if any.
+    slot = slot_of(spill_base_ + static_cast<int64_t>(spilled_from_.size()));
+    spilled_from_.push_back(SlotEntry{slot_clock_[slot], slot_position_[slot]});
+    if (slot_clock_[slot] >= 0) placement.displaced.push_back(slot);
+  }
+  slot_clock_[slot] = slot_position_[slot] = clock;
+  return slot;
+}
+
 std::vector<uint32_t> KvRing::anchor_slots() const {
+  // Only written anchors: while transient tokens are pending, the clock is past the committed one.
   std::vector<uint32_t> slots;
-  for (uint32_t a = 0; a < anchors_ && a < clock_; ++a) slots.push_back(a);
+  for (uint32_t a = 0; a < anchors_ && a < committed_clock(); ++a) slots.push_back(a);
   return slots;
 }
 
@@ -145,14 +158,14 @@ void KvRing::move(std::vector<uint32_t> slots, int64_t delta, std::vector<Rotati
 int64_t KvRing::oldest_movable_position() const {
   // Anchors and recall move as blocks, so their first slots hold their oldest positions.
   int64_t oldest = std::numeric_limits<int64_t>::max();
-  if (anchors_ > 0 && clock_ > 0) oldest = std::min(oldest, slot_position_[0]);
+  if (anchors_ > 0 && committed_clock() > 0) oldest = std::min(oldest, slot_position_[0]);
   if (recall_count_ > 0) oldest = std::min(oldest, slot_position_[kRecallBase]);
   return oldest;
 }
 
 void KvRing::rebase_if_needed(std::vector<Rotation>& out) {
-  // Transient tokens may follow (up to kScratchSlots more queries): keep room for them where
-  // the layout allows.
+  // Transient tokens may follow: keep room for a scratch's worth of queries where the layout
+  // allows (longer probes move anchors and recall for their duration, see append).
   const int64_t last_query = clock_ - 1;
   if (last_query + kScratchSlots - oldest_movable_position() < kMaxRelativeDistance) return;
   // New layout behind the live ring: recall, then anchors, then the ring.
@@ -170,6 +183,8 @@ int64_t KvRing::begin_transient() {
   transient_start_ = clock_;
   transient_shift_ = 0;
   scratch_used_ = 0;
+  spill_base_ = std::max<int64_t>(clock_, anchors_);  // a ring clock, also before the anchors are all written
+  spilled_from_.clear();
   return clock_;
 }
 
@@ -178,6 +193,12 @@ std::vector<Rotation> KvRing::rollback(int64_t clock) {
     fail("rollback to clock {} does not match the transient start {}", clock, transient_ ? transient_start_ : -1);
   }
   for (uint32_t i = 0; i < scratch_used_; ++i) slot_clock_[kScratchBase + i] = slot_position_[kScratchBase + i] = -1;
+  for (size_t k = 0; k < spilled_from_.size(); ++k) {
+    const uint32_t slot = slot_of(spill_base_ + static_cast<int64_t>(k));
+    slot_clock_[slot] = spilled_from_[k].clock;
+    slot_position_[slot] = spilled_from_[k].position;
+  }
+  spilled_from_.clear();
   std::vector<Rotation> undo;
   if (transient_shift_ != 0) {
     std::vector<uint32_t> movable = anchor_slots();
@@ -230,15 +251,19 @@ void KvRing::rebuild_views(int64_t first_query_clock) {
     const size_t start = static_cast<size_t>((begin - anchors_) % ring_size(anchors_));
     return std::span<const uint32_t>(ring_sequence_.data() + start, static_cast<size_t>(end - begin));
   };
-  const int64_t ring_begin = std::max<int64_t>(oldest_live_, anchors_);
+  // Transient tokens past the scratch took the slots of the oldest ring clocks, up to this one.
+  const int64_t spill_end = spill_base_ + static_cast<int64_t>(spilled_from_.size());
+  const int64_t displaced_end = spilled_from_.empty() ? 0 : spill_end - ring_size(anchors_);
+  const int64_t ring_begin = std::max({oldest_live_, int64_t{anchors_}, displaced_end});
   const auto scratch = identity_run(kScratchBase, kScratchBase + scratch_used_);
+  const auto spilled = ring_run(spill_base_, spill_end);
   global_view_.runs = {identity_run(0, std::min<int64_t>(anchors_, committed_end)),
                        identity_run(kRecallBase, kRecallBase + recall_count_), ring_run(ring_begin, committed_end),
-                       scratch};
+                       scratch, spilled};
   // Sliding layers: every clock some query of the batch can see, if it is still live.
   const int64_t sliding_begin = std::max<int64_t>(0, first_query_clock - sliding_window_ + 1);
   sliding_view_.runs = {identity_run(sliding_begin, std::min<int64_t>(anchors_, committed_end)),
-                        ring_run(std::max(sliding_begin, ring_begin), committed_end), scratch, {}};
+                        ring_run(std::max(sliding_begin, ring_begin), committed_end), scratch, spilled, {}};
 }
 
 int64_t KvRing::max_global_distance() const {

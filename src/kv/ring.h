@@ -9,8 +9,11 @@
 //   suffix of whole spans. (A single span longer than the ring loses its oldest tokens one by
 //   one: there is no whole span to evict.)
 // - Recall (Tier 3): slots 3968..4095, written only through write_recall().
-// - Transient tokens (probes) go to scratch slots after the 4096 and are forgotten by
-//   rollback(), which therefore restores the exact state before them.
+// - Transient tokens (probes) go to the scratch slots after the 4096, and those beyond the
+//   scratch to the ring slots the next committed tokens would take (up to a whole ring). A ring
+//   slot that holds a live token is reported as displaced: while the probe runs the views leave
+//   it out, the caller keeps its KV, and rollback() puts the slot tables back (the caller puts
+//   back the KV), so the state after a rollback is exactly the state before the probe.
 // - Bounded positions: RoPE positions are clocks, but before a global-layer query could see a
 //   key 4096 or more positions back, the anchors and recall keys are moved forward (the step
 //   returns the rotations the backend must apply first) to sit just before the live ring, in
@@ -43,6 +46,9 @@ struct Placement {
   std::vector<uint32_t> slots;
   std::vector<int32_t> positions;
   std::vector<Rotation> rotations;  // apply before running the batch
+  // Transient tokens only: live ring slots among `slots`, whose KV must be kept before the batch
+  // runs and written back after rollback().
+  std::vector<uint32_t> displaced;
 };
 
 class KvRing {
@@ -63,11 +69,14 @@ class KvRing {
   uint32_t max_batch() const;
 
   // Transient tokens: begin_transient() returns the clock to roll back to; appends until
-  // rollback() go to scratch slots (at most kScratchSlots tokens) and change nothing else.
+  // rollback() go to scratch slots, then to ring slots (at most transient_capacity() tokens,
+  // see Placement::displaced).
   int64_t begin_transient();
   // Returns the rotations that undo what the transient tokens needed (apply them to the backend).
+  // Costs O(slots the transient tokens wrote or moved).
   std::vector<Rotation> rollback(int64_t clock);
   bool transient() const { return transient_; }
+  uint32_t transient_capacity() const { return kScratchSlots + ring_slots(); }
 
   // Recall (Tier 3): activates `count` recall slots, placed at the positions just before the
   // live ring, and returns them (with any rotations of other keys); clear_recall() deactivates
@@ -82,8 +91,10 @@ class KvRing {
   int64_t oldest_live_clock() const { return oldest_live_; }
   const std::deque<Span>& live_spans() const { return spans_; }
 
-  // Slots each layer type reads, chronological: global = anchors, recall, live ring, scratch;
-  // sliding = the clocks within the window of the last append's queries, and scratch.
+  // Slots each layer type reads, chronological: global = anchors, recall, live ring, then the
+  // transient tokens (scratch, ring slots); sliding = the clocks within the window of the last
+  // append's queries, and the transient tokens. While transient tokens are pending the live ring
+  // leaves out the slots they displaced.
   const SlotRuns& global_view() const { return global_view_; }
   const SlotRuns& sliding_view() const { return sliding_view_; }
 
@@ -103,6 +114,8 @@ class KvRing {
 
  private:
   void use_anchor_count(uint32_t anchors);  // the geometry of N_sys = anchors
+  int64_t committed_clock() const { return transient_ ? transient_start_ : clock_; }
+  uint32_t place_transient(int64_t clock, Placement& placement);
   void evict_through(int64_t clock);
   std::vector<uint32_t> anchor_slots() const;
   std::vector<uint32_t> recall_slots() const;
@@ -127,6 +140,13 @@ class KvRing {
   int64_t transient_start_ = 0;
   int64_t transient_shift_ = 0;  // how far a probe moved anchors and recall
   uint32_t scratch_used_ = 0;
+  // Transient tokens past the scratch: the k-th goes to the slot of ring clock spill_base_ + k,
+  // which held clock and position spilled_from_[k] (-1: no live token).
+  struct SlotEntry {
+    int64_t clock, position;
+  };
+  int64_t spill_base_ = 0;
+  std::vector<SlotEntry> spilled_from_;
   int64_t last_query_clock_ = -1;
   int64_t committed_first_query_ = 0;  // first query of the last committed batch
 

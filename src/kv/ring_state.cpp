@@ -13,8 +13,8 @@
 namespace channel::kv {
 namespace {
 
-// Positions reach the backend as int32; transient tokens may add kScratchSlots to the clock.
-constexpr int64_t kMaxStateClock = std::numeric_limits<int32_t>::max() - int64_t{kScratchSlots};
+// Positions reach the backend as int32; transient tokens may add kMaxTransientTokens to the clock.
+constexpr int64_t kMaxStateClock = std::numeric_limits<int32_t>::max() - int64_t{kMaxTransientTokens};
 
 void check_range(int64_t value, int64_t low, int64_t high, const char* what) {
   if (value < low || value > high) fail("ring state: {} {} is outside {}..{}", what, value, low, high);
@@ -148,6 +148,7 @@ void KvRing::restore(const RingState& s) {
   transient_start_ = 0;
   transient_shift_ = 0;
   scratch_used_ = 0;
+  spilled_from_.clear();
   committed_first_query_ = s.committed_first_query;
   rebuild_views(committed_first_query_);
 }

@@ -1,6 +1,6 @@
-// The slots a layer type reads, as up to four contiguous runs (anchors, recall, ring, scratch),
-// read in order. Runs are views into tables the ring keeps, so producing a view is O(1): sliding
-// the window never copies slot lists.
+// The slots a layer type reads, as up to five contiguous runs (anchors, recall, ring, and the
+// transient tokens' scratch and ring slots), read in order. Runs are views into tables the ring
+// keeps, so producing a view is O(1): sliding the window never copies slot lists.
 #pragma once
 
 #include <array>
@@ -12,7 +12,7 @@
 namespace channel::kv {
 
 struct SlotRuns {
-  static constexpr size_t kMaxRuns = 4;
+  static constexpr size_t kMaxRuns = 5;
   std::array<std::span<const uint32_t>, kMaxRuns> runs{};
 
   size_t size() const {

@@ -89,7 +89,7 @@ p::SnapshotStatus snapshot_status(const SnapshotReport& report) {
 }
 
 // Runs one decoded request. Returns false for OP_SHUTDOWN.
-bool dispatch(Session& session, const p::InboundMessage& message, FrameEvents& events) {
+bool dispatch(Session& session, const p::InboundMessage& message, const ServerOptions& options, FrameEvents& events) {
   return std::visit(
       [&](const auto& m) -> bool {
         using T = std::decay_t<decltype(m)>;
@@ -115,9 +115,9 @@ bool dispatch(Session& session, const p::InboundMessage& message, FrameEvents& e
           // Episodic memory is not built yet: "no result", as the original answers without memory.
           events.send(p::MemResponse{p::MEM_STATUS_NO_MATCH, 0, 0, {}});
         } else if constexpr (std::is_same_v<T, p::SnapshotSave>) {
-          events.send(snapshot_status(session.save_snapshot(m.path, m.stream_id)));
+          events.send(snapshot_status(session.save_snapshot(options.snapshot_paths.for_save(m.path), m.stream_id)));
         } else if constexpr (std::is_same_v<T, p::SnapshotLoad>) {
-          events.send(snapshot_status(session.load_snapshot(m.path)));
+          events.send(snapshot_status(session.load_snapshot(options.snapshot_paths.for_load(m.path))));
           events.status(StatusReport{EngineStatus::Idle, session.active_slots(), 0, 0.0f, 0, 0});
         } else if constexpr (std::is_same_v<T, p::Ping>) {
           events.send(p::Pong{});
@@ -151,7 +151,7 @@ int serve_requests(Session& session, const ServerOptions& options, FrameWriter& 
     }
     bool running = true;
     try {
-      running = dispatch(session, decoded.value(), events);
+      running = dispatch(session, decoded.value(), options, events);
     } catch (const Error& e) {
       events.send(p::ErrorMessage{e.what()});
     } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "engine/session.h"
+#include "server/snapshot_paths.h"
 
 namespace channel::server {
 
@@ -21,6 +22,8 @@ struct ServerOptions {
   // Channel extension: OP_TOOL_CALL carries the arguments as JSON (when the model's notation
   // converts) instead of the model's notation.
   bool tool_call_json = false;
+  // Channel extension (--snapshot-dir): where SNAPSHOT_SAVE / SNAPSHOT_LOAD paths may lead.
+  SnapshotPaths snapshot_paths;
 };
 
 // Serves until EOF or OP_SHUTDOWN; returns the process exit code.

@@ -7,13 +7,13 @@
 #include <mutex>
 #include <utility>
 
-#include "backend/backend.h"
+#include "forwarding_backend.h"
 
 namespace channel::testing {
 
-class FaultyBackend final : public Backend {
+class FaultyBackend final : public ForwardingBackend {
  public:
-  explicit FaultyBackend(Backend& inner) : inner_(inner) {}
+  explicit FaultyBackend(Backend& inner) : ForwardingBackend(inner) {}
 
   // The next forward() calls `thrower` instead of computing (once).
   void fail_next_forward(std::function<void()> thrower) {
@@ -29,16 +29,11 @@ class FaultyBackend final : public Backend {
       thrower = std::exchange(thrower_, nullptr);
     }
     if (thrower) thrower();
-    return inner_.forward(batch, view, wanted, candidates, out);
+    return ForwardingBackend::forward(batch, view, wanted, candidates, out);
   }
-  void rotate_keys(std::span<const uint32_t> slots, int64_t delta) override { inner_.rotate_keys(slots, delta); }
-  void read_kv(std::span<const uint32_t> slots, KvBlob& out) const override { inner_.read_kv(slots, out); }
-  void write_kv(const KvBlob& blob) override { inner_.write_kv(blob); }
-  std::string description() const override { return "faulty " + inner_.description(); }
-  bool is_gpu() const override { return inner_.is_gpu(); }
+  std::string description() const override { return "faulty " + ForwardingBackend::description(); }
 
  private:
-  Backend& inner_;
   std::mutex mutex_;
   std::function<void()> thrower_;
 };

@@ -33,7 +33,7 @@ import tempfile
 import time
 import unittest
 from types import SimpleNamespace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "clients", "python"))
 
@@ -195,8 +195,9 @@ class EngineTestCase(unittest.TestCase):
     def setUp(self) -> None:
         self.client = self.start_engine() if self.starts_engine else None
 
-    def start_engine(self, kind: Optional[str] = None, **config: Any) -> Client:
-        client = Client(binary(), model_path(kind or self.model), ENGINE_ARGS, stderr=ENGINE_STDERR).start()
+    def start_engine(self, kind: Optional[str] = None, extra_args: Sequence[str] = (), **config: Any) -> Client:
+        client = Client(binary(), model_path(kind or self.model), [*ENGINE_ARGS, *extra_args],
+                        stderr=ENGINE_STDERR).start()
         self.addCleanup(client.kill)
         client.wait_ready(timeout=TIMEOUT)
         client.set_config(**{**self.config, **config})

@@ -175,6 +175,24 @@ class ProbeTest(EngineTestCase):
         self.assertEqual(result.text.replace("\u2581", " "), support.first_words(EXPECT.first_paragraph, 4))
         self.assertTrue(self.ping_answered())
 
+    def test_probe_longer_than_the_scratch_slots_is_answered(self):
+        # The original client's backlog-triage probe carries a preview of the event; past ~62 words
+        # it needs more than the 128 scratch slots, and a refusal would stall that client (its
+        # probe() has no error path).
+        preview = " ".join(["event"] * 150)  # with the framing, about 180 tokens
+        prompt = f"Backlog event:\n{preview}\n0: satisfied\n1: execute now\n2: defer\nDecision:"
+        result = self.probe_events(prompt, ["0", "1", "2"], max_decode_tokens=1)
+        self.assertIn(result.winning_idx, (0, 1, 2))
+        self.assertTrue(self.ping_answered())
+
+    def test_probe_of_more_than_2048_tokens_is_refused_with_its_count(self):
+        # Verbatim (it has <|turn>, so nothing is added): <|turn> and 2100 times " a", a token each.
+        msg_id = self.client.send_probe_autonomic("<|turn>" + " a" * 2100, ["0", "1"], max_decode_tokens=1)
+        error = self.reply(msg_id, (AutonomicResult,))
+        self.assertIsInstance(error, Error)
+        self.assertIn("the probe's prompt is 2101 tokens, more than the 2048", error.message)
+        self.assertTrue(self.ping_answered())
+
 
 if __name__ == "__main__":
     unittest.main()

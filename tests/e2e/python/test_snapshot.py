@@ -1,7 +1,9 @@
 """End-to-end: OP_SNAPSHOT_SAVE / OP_SNAPSHOT_LOAD: a round trip continues exactly where the
 session was saved (including a token held at an elastic yield); bad files are refused and the
-session goes on unchanged. Snapshot paths are relative to the engine's scratch folder."""
+session goes on unchanged. Snapshot paths are relative to the engine's scratch folder, or confined
+to --snapshot-dir."""
 
+import os
 import unittest
 
 import e2e_support as support
@@ -97,6 +99,25 @@ class HeldTokenSnapshotTest(EngineTestCase):
         self.wait_idle(msg_id)
         # The held '\n\n' came back with the session: RESUME replays the same frames at the same clocks.
         self.assertEqual(support.signature(self.collect(self.client.send_resume())), support.signature(resumed))
+
+
+class SnapshotDirTest(EngineTestCase):
+    model = "plain"
+    config = {"temp": 0.0, "max_tokens": 4}
+    starts_engine = False  # started with --snapshot-dir
+
+    def test_snapshot_dir_confines_the_paths(self):
+        os.mkdir("confined")
+        client = self.start_engine(extra_args=("--snapshot-dir", "confined"))
+        outside = self.reply(client.snapshot_save("../outside.snap"), (SnapshotStatus,), client)
+        self.assertIsInstance(outside, Error)
+        self.assertIn("'..'", outside.message)
+        self.assertFalse(os.path.exists("outside.snap"))
+        saved = self.reply(client.snapshot_save("inside.snap"), (SnapshotStatus,), client)
+        self.assertIsInstance(saved, SnapshotStatus)
+        self.assertTrue(os.path.exists(os.path.join("confined", "inside.snap")))
+        loaded = self.reply(client.snapshot_load("inside.snap"), (SnapshotStatus,), client)
+        self.assertEqual(loaded.status, SNAPSHOT_STATUS_LOADED)
 
 
 if __name__ == "__main__":

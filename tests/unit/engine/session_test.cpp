@@ -154,8 +154,27 @@ TEST_F(SessionTest, SystemPromptWithAFieldOfTheWrongTypeIsRefusedAndChangesNothi
   EXPECT_TRUE(events.statuses.empty());
 }
 
+// A verbatim probe prompt (it has <|turn>, so no framing is added) of exactly `n` tokens.
+std::string probe_prompt_of(const Session& session, size_t n) {
+  std::string prompt = "<|turn>";
+  for (size_t i = 1; i < n; ++i) prompt += " a";
+  EXPECT_EQ(session.tokenizer().encode(prompt, false, true).size(), n);
+  return prompt;
+}
+
+std::string refusal_of_probe(Session& session, const std::string& prompt, uint16_t max_decode_tokens) {
+  Recorder events;
+  try {
+    session.probe(prompt, {}, max_decode_tokens, events);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "the probe was not refused";
+}
+
 TEST_F(SessionTest, ProbesLeaveNoTrace) {
-  // Two sessions see the same turns; one runs probes in between. Greedy output must match.
+  // Two sessions see the same turns; one runs probes in between (the longest one far past the
+  // 128 scratch slots, in ring slots). Greedy output must match.
   auto plain = make_session(10);
   auto probed = make_session(10);
   Recorder plain_events, probed_events, probe_events;
@@ -168,6 +187,11 @@ TEST_F(SessionTest, ProbesLeaveNoTrace) {
   EXPECT_LE(discrete.entropy, std::log(2.0f) + 1e-6f);
   EXPECT_GT(discrete.cost_ms, 0.0f);
   probed->probe("Say something", {}, 8, probe_events);
+  const int64_t clock = probed->clock();
+  probed->probe(probe_prompt_of(*probed, 2048), {}, 16, probe_events);
+  const std::string refusal = refusal_of_probe(*probed, probe_prompt_of(*probed, 2049), 1);
+  EXPECT_NE(refusal.find("the probe's prompt is 2049 tokens, more than the 2048"), std::string::npos) << refusal;
+  EXPECT_EQ(probed->clock(), clock);
   plain->input_text("Second question", 0, plain_events);
   probed->input_text("Second question", 0, probed_events);
   EXPECT_EQ(plain->clock(), probed->clock());
@@ -228,24 +252,28 @@ TEST_F(SessionTest, GenerativeProbeTextStopsBeforeAPieceThatWouldPass128Bytes) {
   EXPECT_LE(result.text.size(), 128u);
 }
 
-TEST_F(SessionTest, ProbeLongerThanTheScratchSlotsIsRefusedWithItsCount) {
+TEST_F(SessionTest, ProbeLongerThanTheTransientSlotsIsRefusedWithItsCount) {
+  // A system prompt of 3900 anchors leaves a 68-slot ring: with the 128 scratch slots, 196
+  // transient tokens fit.
   auto session = make_session(4);
-  // Verbatim framing (the prompt has <|turn>), so the prompt's tokens are all there is.
-  std::string prompt = "<|turn>";
-  while (session->tokenizer().encode(prompt, false, true).size() < 125) prompt += " a";
-  const size_t prompt_tokens = session->tokenizer().encode(prompt, false, true).size();
-  const size_t needed = prompt_tokens + 7;  // 8 decoded, the last one never fed
-  ASSERT_LE(prompt_tokens, kv::kScratchSlots);
-  ASSERT_GT(needed, kv::kScratchSlots);
   Recorder events;
-  try {
-    session->probe(prompt, {}, 8, events);
-    FAIL() << "the probe was not refused";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find(fmt::format("needs {} transient slots", needed)), std::string::npos)
-        << error.what();
-  }
-  EXPECT_EQ(session->clock(), 0);
+  std::string system;
+  for (int i = 0; i < 3900; ++i) system += " a";
+  session->set_system(system, events);
+  const int64_t anchors = session->clock();
+  ASSERT_GT(anchors, 3890);
+  const size_t capacity = kv::kScratchSlots + kv::ring_size(static_cast<uint32_t>(anchors));
+  const size_t prompt_tokens = capacity - 6;  // 8 decoded, the last one never fed: one too many
+  const std::string refusal = refusal_of_probe(*session, probe_prompt_of(*session, prompt_tokens), 8);
+  EXPECT_NE(refusal.find(fmt::format("the probe needs {} transient slots ({} prompt tokens and 7 generated), more "
+                                     "than the {} there are",
+                                     capacity + 1, prompt_tokens, capacity)),
+            std::string::npos)
+      << refusal;
+  EXPECT_EQ(session->clock(), anchors);
+  // One token fewer fits.
+  session->probe(probe_prompt_of(*session, prompt_tokens - 1), {}, 8, events);
+  EXPECT_EQ(session->clock(), anchors);
 }
 
 }  // namespace

@@ -1,13 +1,17 @@
 // The ring driving a real forward pass: exact rollback of transient tokens (also after the ring
-// wrapped and anchors moved), and a long stream that neither leaks nor loses its anchors.
+// wrapped and anchors moved, and of probes long enough to overwrite live ring slots), and a
+// long stream that neither leaks nor loses its anchors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "engine/stream_context.h"
+#include "forwarding_backend.h"
 #include "test_models.h"
 
 namespace channel {
@@ -45,6 +49,37 @@ void feed(StreamContext& context, int64_t total, int chunk, int n_vocab) {
   }
 }
 
+// Records the slots whose KV the stream writes back and whose keys it moves, so a test can tell
+// what a rollback touched.
+class RecordingBackend final : public testing::ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  void rotate_keys(std::span<const uint32_t> slots, int64_t delta) override {
+    moved.insert(moved.end(), slots.begin(), slots.end());
+    ForwardingBackend::rotate_keys(slots, delta);
+  }
+  void write_kv(const KvBlob& blob) override {
+    written.insert(written.end(), blob.slots.begin(), blob.slots.end());
+    ForwardingBackend::write_kv(blob);
+  }
+  void forget() {
+    moved.clear();
+    written.clear();
+  }
+  std::vector<uint32_t> moved, written;
+};
+
+std::vector<uint32_t> sorted(std::vector<uint32_t> slots) {
+  std::sort(slots.begin(), slots.end());
+  return slots;
+}
+
+std::vector<uint32_t> distinct(std::vector<uint32_t> slots) {
+  slots = sorted(std::move(slots));
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  return slots;
+}
+
 class Rollback : public ::testing::TestWithParam<ModelArch> {};
 
 TEST_P(Rollback, TransientTokensLeaveNoTraceAfterTheRingWrapped) {
@@ -75,6 +110,66 @@ TEST_P(Rollback, TransientTokensLeaveNoTraceAfterTheRingWrapped) {
     probed.append(tokens_from(7 * n, n, n_vocab), LogitsWanted::Last, probe);
     probed.rollback(saved);
   }
+  Logits actual;
+  probed.append(next, LogitsWanted::All, actual);
+  EXPECT_EQ(actual.values, expected.values);  // bit-identical
+}
+
+TEST_P(Rollback, ProbeOf2048TokensLeavesNoTraceAndTheRollbackTouchesOnlyWhatItChanged) {
+  // The longest probe a session runs (2048 prompt tokens, then 15 generated ones fed one at a
+  // time) on a wrapped ring: past the 128 scratch slots it overwrites the 1935 oldest live ring
+  // tokens, and its far queries move the anchors. The rollback writes back exactly those slots'
+  // KV and moves exactly the anchors, and the stream goes on bit-identically.
+  TempDir dir;
+  const auto model = Model::load(testing::synthesize(dir, small_model(GetParam()), "m.gguf"));
+  const int n_vocab = model->config().n_vocab;
+  const uint32_t anchors = 100;
+  const int64_t stream_length = anchors + kv::ring_size(anchors) + 600;
+  const auto next = tokens_from(stream_length, 3, n_vocab);
+
+  cpu::CpuBackend plain_backend(model, 2);
+  StreamContext plain(plain_backend, model->config());
+  plain.ring().set_anchor_count(anchors);
+  feed(plain, stream_length, 509, n_vocab);
+  Logits expected;
+  plain.append(next, LogitsWanted::All, expected);
+
+  cpu::CpuBackend cpu(model, 2);
+  RecordingBackend backend(cpu);
+  StreamContext probed(backend, model->config());
+  probed.ring().set_anchor_count(anchors);
+  feed(probed, stream_length, 509, n_vocab);
+  ASSERT_GT(probed.ring().oldest_live_clock(), anchors + 500) << "the ring has wrapped";
+  const kv::RingState before = probed.ring().state();
+  const int prompt = 2048, generated = 15;
+  std::vector<uint32_t> oldest_live;  // the slots the probe must overwrite, oldest first
+  for (int i = 0; i < prompt + generated - static_cast<int>(kv::kScratchSlots); ++i) {
+    oldest_live.push_back(probed.ring().slot_of(probed.ring().oldest_live_clock() + i));
+  }
+  std::vector<uint32_t> anchor_slots(anchors);
+  std::iota(anchor_slots.begin(), anchor_slots.end(), 0u);
+
+  // A short probe stays in the scratch: its rollback writes no KV back.
+  backend.forget();
+  int64_t saved = probed.begin_transient();
+  Logits probe;
+  probed.append(tokens_from(11, 100, n_vocab), LogitsWanted::Last, probe);
+  probed.rollback(saved);
+  EXPECT_TRUE(backend.written.empty());
+
+  backend.forget();
+  saved = probed.begin_transient();
+  probed.append(tokens_from(7, prompt, n_vocab), LogitsWanted::Last, probe);
+  for (int i = 0; i < generated; ++i) probed.append(tokens_from(i, 1, n_vocab), LogitsWanted::Last, probe);
+  for (float v : probe.row(0)) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_EQ(distinct(backend.moved), anchor_slots) << "the probe's last queries moved the anchors";
+  EXPECT_TRUE(backend.written.empty());
+  backend.forget();
+  probed.rollback(saved);
+  EXPECT_EQ(sorted(backend.written), sorted(oldest_live));
+  EXPECT_EQ(sorted(backend.moved), anchor_slots);
+  EXPECT_EQ(probed.ring().state(), before);
+
   Logits actual;
   probed.append(next, LogitsWanted::All, actual);
   EXPECT_EQ(actual.values, expected.values);  // bit-identical

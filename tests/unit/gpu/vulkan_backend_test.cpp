@@ -1,6 +1,7 @@
 // The Vulkan backend against the CPU backend on synthesized models of many geometries: logits of
 // prefill (one-row and tiled attention, a batch longer than one device step) and of decode,
-// candidate rows, key rotation, KV export/import and cancellation. Each figure is compared on
+// candidate rows, key rotation, KV export/import, a probe that displaces ring slots, and
+// cancellation. Each figure is compared on
 // fresh random weights; the thresholds are the Foundation's (rel L2 5e-3 for float weights, 2e-2
 // for quantized ones), and the measured values are printed.
 #include <gtest/gtest.h>
@@ -151,6 +152,49 @@ TEST(VulkanBackend, CandidateLogitsAreTheirColumnsOfTheFullLogits) {
   stream.append(tokens, LogitsWanted::Candidates, some, candidates);
   ASSERT_EQ(some.n_cols, static_cast<int64_t>(candidates.size()));
   for (size_t i = 0; i < candidates.size(); ++i) EXPECT_EQ(some.values[i], full.values[candidates[i]]) << i;
+}
+
+TEST(VulkanBackend, ProbePastTheScratchSlotsLeavesAWrappedRingAsItWas) {
+  // A 64-slot ring behind 3904 anchors, wrapped (prefilled on the CPU, which is faster, and
+  // imported): a probe of 188 tokens displaces the 60 oldest live ring tokens, whose KV the
+  // rollback writes back. The same tokens after the probe give bit-identical logits (both times
+  // as transient tokens, read in the same order).
+  TempDir dir;
+  SynthOptions o = default_synth_options(ModelArch::Gemma3);
+  o.n_layer = 2;
+  o.n_embd = o.n_ff = 64;
+  o.n_head = 2;
+  o.n_head_kv = o.n_head_kv_global = 1;
+  o.head_dim = o.head_dim_global = 32;
+  o.sliding_window = 16;
+  const auto model = Model::load(testing::synthesize(dir, o, "tiny.gguf"));
+  VULKAN_BACKEND_OR_SKIP(gpu, model);
+  const int n_vocab = model->config().n_vocab;
+  cpu::CpuBackend cpu(model, 2);
+  StreamContext prefilled(cpu, model->config());
+  prefilled.ring().set_anchor_count(kv::kMaxAnchors);
+  Logits logits;
+  prefilled.append(random_tokens(kv::kMaxAnchors + 64 + 40, n_vocab, 4), LogitsWanted::Last, logits);
+  ASSERT_GT(prefilled.ring().oldest_live_clock(), kv::kMaxAnchors + 30) << "the ring has wrapped";
+  kv::RingState ring;
+  KvBlob kv;
+  prefilled.capture(ring, kv);
+  StreamContext stream(*gpu, model->config());
+  stream.restore(ring, kv);
+  const auto next = random_tokens(3, n_vocab, 5);
+  const auto next_logits = [&] {
+    const int64_t t0 = stream.begin_transient();
+    Logits out;
+    stream.append(next, LogitsWanted::All, out);
+    stream.rollback(t0);
+    return out;
+  };
+  const Logits before = next_logits();
+  const int64_t t0 = stream.begin_transient();
+  stream.append(random_tokens(kv::kScratchSlots + 60, n_vocab, 6), LogitsWanted::Last, logits);
+  stream.rollback(t0);
+  EXPECT_TRUE(all_finite(logits));
+  EXPECT_EQ(next_logits().values, before.values);
 }
 
 TEST(VulkanBackend, LongBatchAndSplitKvDecodeMatchTheCpu) {

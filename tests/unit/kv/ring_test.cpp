@@ -1,5 +1,5 @@
 // The KV ring against a brute-force model of the geometry: random streams of appends, span
-// marks, transient tokens with rollback and recall writes.
+// marks, transient tokens (scratch and displaced ring slots) with rollback and recall writes.
 #include "kv/ring.h"
 #include "kv/retention_contract.h"
 
@@ -127,6 +127,48 @@ void expect_same_state(const KvRing& ring, const BruteForceRing& model, const st
   ASSERT_LT(ring.max_global_distance(), kMaxRelativeDistance) << where;
 }
 
+using SlotTables = std::vector<std::pair<int64_t, int64_t>>;  // clock and position of every slot
+
+SlotTables slot_tables(const KvRing& ring) {
+  SlotTables tables;
+  for (uint32_t s = 0; s < kPhysicalSlots; ++s) tables.emplace_back(ring.slot_clock(s), ring.slot_position(s));
+  return tables;
+}
+
+// Transient tokens fill the scratch in order, then the ring slots of the next ring clocks; the
+// ones they take from live tokens are reported displaced and leave the views, which then read
+// the transient tokens after everything else.
+void expect_transient_placement(const KvRing& ring, const BruteForceRing& model, const std::vector<uint32_t>& global,
+                                const Placement& p, const std::string& where) {
+  const int64_t start = ring.clock() - static_cast<int64_t>(p.slots.size());
+  const int64_t first_ring_clock = std::max<int64_t>(start, ring.anchor_count());
+  const std::set<uint32_t> live(global.begin(), global.end());
+  std::vector<uint32_t> displaced;
+  for (size_t i = 0; i < p.slots.size(); ++i) {
+    const uint32_t expected = i < kScratchSlots ? kScratchBase + static_cast<uint32_t>(i)
+                                                : model.slot_of(first_ring_clock + static_cast<int64_t>(i - kScratchSlots));
+    ASSERT_EQ(p.slots[i], expected) << where << " transient token " << i;
+    if (live.contains(p.slots[i])) displaced.push_back(p.slots[i]);
+  }
+  ASSERT_EQ(p.displaced, displaced) << where;
+  const std::set<uint32_t> gone(displaced.begin(), displaced.end());
+  std::vector<uint32_t> expected_global;
+  for (uint32_t slot : global) {
+    if (!gone.contains(slot)) expected_global.push_back(slot);
+  }
+  expected_global.insert(expected_global.end(), p.slots.begin(), p.slots.end());
+  ASSERT_EQ(ring.global_view().to_vector(), expected_global) << where;
+  std::vector<uint32_t> expected_sliding;
+  for (int64_t c = std::max<int64_t>(0, start - ring.sliding_window() + 1); c < start; ++c) {
+    const uint32_t slot = model.slot_of(c);
+    if (model.live(c) && !gone.contains(slot)) {
+      expected_sliding.push_back(slot);
+    }
+  }
+  expected_sliding.insert(expected_sliding.end(), p.slots.begin(), p.slots.end());
+  ASSERT_EQ(ring.sliding_view().to_vector(), expected_sliding) << where;
+}
+
 class RingProperty : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(RingProperty, MatchesBruteForceModel) {
@@ -151,14 +193,14 @@ TEST_P(RingProperty, MatchesBruteForceModel) {
         ring.append(n);
         model.append(n);
       } else if (op == 8) {
-        // Transient tokens leave no trace.
+        // Transient tokens, in the scratch and then in ring slots, leave no trace.
         const auto global = ring.global_view().to_vector();
         const auto sliding = ring.sliding_view().to_vector();
+        const SlotTables tables_before = slot_tables(ring);
         const int64_t saved = ring.begin_transient();
-        const uint32_t n = std::uniform_int_distribution<uint32_t>(1, kScratchSlots)(rng);
+        const uint32_t n = std::uniform_int_distribution<uint32_t>(1, ring.transient_capacity())(rng);
         const Placement p = ring.append(n);
-        for (uint32_t slot : p.slots) ASSERT_GE(slot, kScratchBase) << where;
-        ASSERT_EQ(ring.global_view().size(), global.size() + n) << where;
+        expect_transient_placement(ring, model, global, p, where);
         ASSERT_LT(ring.max_global_distance(), kMaxRelativeDistance)
             << where << " clock " << ring.clock() << " oldest " << ring.oldest_live_clock() << " n " << n
             << " recall " << recall.size();
@@ -166,6 +208,7 @@ TEST_P(RingProperty, MatchesBruteForceModel) {
         for (const Rotation& r : undo) ASSERT_LT(r.delta, 0) << where;
         ASSERT_EQ(ring.global_view().to_vector(), global) << where;
         ASSERT_EQ(ring.sliding_view().to_vector(), sliding) << where;
+        ASSERT_EQ(slot_tables(ring), tables_before) << where;
       } else {
         const uint32_t n = std::uniform_int_distribution<uint32_t>(0, kRecallSlots)(rng);
         ring.write_recall(n);
@@ -194,7 +237,8 @@ TEST(Ring, BatchAndRollbackLimits) {
   EXPECT_THROW(ring.append(0), Error);
   const int64_t saved = ring.begin_transient();
   EXPECT_THROW(ring.begin_transient(), Error);
-  EXPECT_THROW(ring.append(kScratchSlots + 1), Error);
+  EXPECT_EQ(ring.transient_capacity(), kScratchSlots + ring.ring_slots());
+  EXPECT_THROW(ring.append(ring.transient_capacity() + 1), Error);
   EXPECT_THROW(ring.rollback(saved + 1), Error);
   ring.rollback(saved);
   EXPECT_THROW(ring.rollback(saved), Error);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <new>
@@ -106,14 +107,15 @@ class Host {
   }
 
   // The OP_ERROR answering `msg_id`, after the replies before it; fails if another reply of
-  // that request ends it (TURN_COMPLETE, AUTONOMIC_RESULT).
+  // that request ends it (TURN_COMPLETE, AUTONOMIC_RESULT, SNAPSHOT_STATUS).
   p::ErrorMessage wait_for_error(uint16_t msg_id) {
     while (true) {
       const Reply reply = next();
       if (reply.msg_id != msg_id) continue;
       if (auto* error = std::get_if<p::ErrorMessage>(&reply.message)) return *error;
       if (std::holds_alternative<p::TurnComplete>(reply.message) ||
-          std::holds_alternative<p::AutonomicResult>(reply.message)) {
+          std::holds_alternative<p::AutonomicResult>(reply.message) ||
+          std::holds_alternative<p::SnapshotStatus>(reply.message)) {
         ADD_FAILURE() << "request " << msg_id << " was answered, not refused";
         return {};
       }
@@ -176,10 +178,17 @@ class ServeTest : public ::testing::Test {
     Engine engine;
     Pipe input, output;
     Host host{input.write_end, output.read_end};
+    SnapshotPaths snapshot_paths;
     int exit_code = -1;
-    std::thread server{[this] { exit_code = serve(engine.session, ServerOptions{input.read_end, output.write_end}); }};
+    std::thread server{[this] {
+      exit_code = serve(engine.session, ServerOptions{.input_fd = input.read_end, .output_fd = output.write_end,
+                                                      .snapshot_paths = snapshot_paths});
+    }};
 
-    explicit ServedEngine(const std::string& path) : engine(path) { host.wait_for<p::Status>(0); }
+    explicit ServedEngine(const std::string& path, SnapshotPaths paths = {})
+        : engine(path), snapshot_paths(std::move(paths)) {
+      host.wait_for<p::Status>(0);
+    }
     ~ServedEngine() {
       if (server.joinable()) finish();
     }
@@ -295,6 +304,23 @@ TEST_F(ServeTest, ExceptionOfUnknownTypeAnswersThenEndsServingWithCodeOne) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::exit(serve_through_unknown_exception(model_path_)), ::testing::ExitedWithCode(1),
               "exception of unknown type");
+}
+
+TEST_F(ServeTest, SnapshotPathsOutsideTheSnapshotDirectoryAreRefusedAndInsideOnesWork) {
+  TempDir snapshots;
+  const std::filesystem::path root = std::filesystem::path(snapshots.file("kept.bin")).parent_path();
+  ServedEngine served(model_path_, SnapshotPaths(root.string()));
+  Host& host = served.host;
+  host.send(2, p::SnapshotSave{.path = "../escaped.bin"});
+  EXPECT_NE(host.wait_for_error(2).message.find("'..'"), std::string::npos);
+  host.send(3, p::SnapshotLoad{.path = "/etc/hostname"});
+  EXPECT_NE(host.wait_for_error(3).message.find("absolute"), std::string::npos);
+  host.send(4, p::SnapshotSave{.path = "kept.bin"});
+  EXPECT_EQ(host.wait_for<p::SnapshotStatus>(4).status, p::SNAPSHOT_STATUS_SAVED);
+  EXPECT_TRUE(std::filesystem::exists(snapshots.file("kept.bin")));
+  EXPECT_FALSE(std::filesystem::exists(root.parent_path() / "escaped.bin"));
+  host.send(5, p::SnapshotLoad{.path = "kept.bin"});
+  EXPECT_EQ(host.wait_for<p::SnapshotStatus>(5).status, p::SNAPSHOT_STATUS_LOADED);
 }
 
 }  // namespace
