@@ -29,8 +29,6 @@ constexpr uint32_t kMaxLogitRows = 64;
 constexpr uint32_t kMaxCandidates = 4096;
 
 constexpr uint32_t kNormWorkgroup = 256;
-// Longest row norm_quantize.comp takes: each invocation holds at most 2 blocks of 32 values.
-constexpr uint32_t kNormQuantizeMaxValues = kNormWorkgroup * 2 * 32;
 constexpr uint32_t kElementWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;
 constexpr uint32_t kAttentionWorkgroup = 128;
@@ -594,7 +592,7 @@ PreparedActivations VulkanBackend::record_norm_input(CommandSequence& seq, GgmlT
                                                      VkDeviceAddress weight, VkDeviceAddress residual,
                                                      VkDeviceAddress next_weight, float out_scale, uint32_t rows) {
   const uint32_t n = static_cast<uint32_t>(model_->config().n_embd);
-  if (is_quantized(weight_type) && n <= kNormQuantizeMaxValues) {
+  if (is_quantized(weight_type)) {
     const PreparedActivations prepared = MatmulKernels::quantized_layout(weight_type, rows, n, scratch_.address());
     const NormQuantizePush push{x, weight, residual, next_weight, prepared.values, prepared.scales, n,
                                 model_->config().norm_eps, out_scale, rows};
