@@ -2,8 +2,7 @@
 // F32 / F16 / BF16 matrix times a few activation vectors (decode: n_tokens = 1; small batches
 // up to a few tokens; Q4_0 / Q8_0 have matvec_q.comp): memory-bound, so each workgroup streams
 // ROWS weight rows once and applies them to TOKENS tokens at a time, its threads striding over
-// the row (16 bytes per thread and step where the row length allows, else one value:
-// consecutive threads read consecutive memory).
+// the row (one value per thread and step: consecutive threads read consecutive memory).
 // Per-thread partial sums are reduced with subgroupAdd and then across subgroups through shared
 // memory, which works for any subgroup size (lavapipe 8, NVIDIA 32, AMD 64, Intel 8-32).
 //
@@ -18,31 +17,6 @@ layout(constant_id = 2) const uint TOKENS = 1;
 layout(constant_id = 3) const uint MAX_SUBGROUPS = 32;
 
 shared float partial[MAX_SUBGROUPS * ROWS * TOKENS];
-
-// Values per 16-byte load, and the V values of word `w` (16 bytes) as exact f32.
-#if defined(TYPE_F32)
-const uint V = 4;
-void unpack16(uvec4 w, out float v[8]) {
-  for (uint i = 0; i < 4; ++i) v[i] = uintBitsToFloat(w[i]);
-}
-#elif defined(TYPE_F16)
-const uint V = 8;
-void unpack16(uvec4 w, out float v[8]) {
-  for (uint i = 0; i < 4; ++i) {
-    const vec2 pair = unpackHalf2x16(w[i]);
-    v[2 * i] = pair.x;
-    v[2 * i + 1] = pair.y;
-  }
-}
-#else
-const uint V = 8;
-void unpack16(uvec4 w, out float v[8]) {
-  for (uint i = 0; i < 4; ++i) {
-    v[2 * i] = bf16_bits_to_f32(w[i] & 0xffffu);
-    v[2 * i + 1] = bf16_bits_to_f32(w[i] >> 16);
-  }
-}
-#endif
 
 // Value c of the weight row at `row`, and of token t's prepared activations, as exact f32.
 float weight_value(uint64_t row, uint c) {
@@ -85,29 +59,7 @@ void main() {
     for (uint r = 0; r < ROWS; ++r)
       for (uint t = 0; t < TOKENS; ++t) acc[r][t] = 0.0;
 
-    // 16-byte loads where rows and activations allow them (each thread V consecutive values per
-    // step: fewer, wider loads; a CPU driver pays per load and thread), single values otherwise.
-    const bool wide = p.cols % V == 0u && p.x_stride % V == 0u;
-    const uint element_bytes = 16u / V;
-    for (uint c = wide ? lane * V : p.cols; c < p.cols; c += gl_WorkGroupSize.x * V) {
-      float xv[TOKENS][8];
-      for (uint t = 0; t < TOKENS; ++t) {
-        if (t0 + t < p.n_tokens) {
-          unpack16(U128Ptr(p.x + (uint64_t(t0 + t) * p.x_stride + c) * element_bytes).v[0], xv[t]);
-        } else {
-          for (uint i = 0; i < V; ++i) xv[t][i] = 0.0;
-        }
-      }
-      for (uint r = 0; r < ROWS; ++r) {
-        if (!valid[r]) continue;
-        float wv[8];
-        unpack16(U128Ptr(rows[r] + uint64_t(c) * element_bytes).v[0], wv);
-        for (uint t = 0; t < TOKENS; ++t) {
-          for (uint i = 0; i < V; ++i) acc[r][t] = fma(wv[i], xv[t][i], acc[r][t]);
-        }
-      }
-    }
-    for (uint c = wide ? p.cols : lane; c < p.cols; c += gl_WorkGroupSize.x) {
+    for (uint c = lane; c < p.cols; c += gl_WorkGroupSize.x) {
       float xv[TOKENS];
       for (uint t = 0; t < TOKENS; ++t) xv[t] = t0 + t < p.n_tokens ? activation_value(t0 + t, c) : 0.0;
       for (uint r = 0; r < ROWS; ++r) {
