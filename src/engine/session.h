@@ -95,6 +95,20 @@ class Session {
   void enter_turn_state_after(std::span<const int32_t> prefilled);
   // `resume_token`: a token already streamed to the client that must be fed first (resume).
   void decode_burst(SessionEvents& events, std::optional<int32_t> resume_token = std::nullopt);
+  // The steps of a burst. decode_step handles the sampled token and samples the next one, or
+  // says why the burst stops.
+  struct Burst;
+  Burst begin_burst(std::optional<int32_t> resume_token);
+  std::optional<StopReason> decode_step(SessionEvents& events, Burst& burst);
+  void enter_thought(Burst& burst);
+  void close_thought_state();
+  void collect_tool_call(SessionEvents& events);
+  std::optional<StopReason> stream_token(SessionEvents& events, Burst& burst);
+  bool yields_after(int32_t token, std::string_view piece, const Burst& burst) const;
+  void report_progress(SessionEvents& events, const Burst& burst);
+  bool thinking_budget_spent(const Burst& burst, std::string_view piece) const;
+  void bridge_out_of_thought(SessionEvents& events, Burst& burst);
+  void finish_burst(SessionEvents& events, const Burst& burst, StopReason reason);
   Boundary boundary_after(int32_t token, std::string_view piece) const;
   bool ends_line(int32_t token) const;
   float top_two_margin() const;

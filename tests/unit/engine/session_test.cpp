@@ -5,9 +5,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <new>
+
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "faulty_backend.h"
 #include "peer_vocab.h"
 #include "test_models.h"
 
@@ -63,18 +68,30 @@ class SessionTest : public ::testing::Test {
   }
 
   // Greedy unless told otherwise: reproducible turns.
-  std::unique_ptr<Session> make_session(uint32_t max_tokens, float temperature = 0.0f, uint64_t seed = 0) {
-    backends_.push_back(std::make_unique<cpu::CpuBackend>(model_, 2));
+  static SessionConfig session_config(uint32_t max_tokens, float temperature, uint64_t seed) {
     SessionConfig config;
     config.max_tokens = max_tokens;
     config.sampler.temperature = temperature;
     config.sampler.seed = seed;
-    return std::make_unique<Session>(model_, *backends_.back(), config);
+    return config;
+  }
+  std::unique_ptr<Session> make_session(uint32_t max_tokens, float temperature = 0.0f, uint64_t seed = 0) {
+    backends_.push_back(std::make_unique<cpu::CpuBackend>(model_, 2));
+    return std::make_unique<Session>(model_, *backends_.back(), session_config(max_tokens, temperature, seed));
+  }
+  // The same, on the CPU backend behind `faulty` (made here, kept as long as the fixture).
+  std::unique_ptr<Session> make_faulty_session(testing::FaultyBackend*& faulty, uint32_t max_tokens,
+                                               float temperature, uint64_t seed) {
+    backends_.push_back(std::make_unique<cpu::CpuBackend>(model_, 2));
+    faulty_backends_.push_back(std::make_unique<testing::FaultyBackend>(*backends_.back()));
+    faulty = faulty_backends_.back().get();
+    return std::make_unique<Session>(model_, *faulty, session_config(max_tokens, temperature, seed));
   }
 
   TempDir dir_;
   std::shared_ptr<const Model> model_;
   std::vector<std::unique_ptr<cpu::CpuBackend>> backends_;
+  std::vector<std::unique_ptr<testing::FaultyBackend>> faulty_backends_;
 };
 
 TEST_F(SessionTest, TurnReportsProgressTokensAndCompletion) {
@@ -208,6 +225,39 @@ TEST_F(SessionTest, GenerativeProbesLeaveTheSamplerAsItWas) {
   probed->input_text("First question", 0, probed_events);
   probed->probe("Say something", {}, 8, probe_events);
   probed->probe("Say something else", {}, 16, probe_events);
+  plain->input_text("Second question", 0, plain_events);
+  probed->input_text("Second question", 0, probed_events);
+  EXPECT_EQ(plain_events.tokens, probed_events.tokens);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(SessionTest, ProbeThatFailsHalfwayLeavesTheSessionAsBefore) {
+  // Two sessions see the same turn; on one, a backend failure ends probes halfway: a generative
+  // probe at its fourth forward pass, a 2048-token one (past the scratch slots, in ring slots) at
+  // its third chunk. Its snapshot (turn state, sampler generator, last logits, ring state, KV
+  // and positions of every live slot) must then be the other's byte for byte, and the next
+  // turn (at a temperature above 0, drawing from the generator) the same.
+  testing::FaultyBackend* faulty = nullptr;
+  auto plain = make_session(10, /*temperature=*/1.5f, /*seed=*/7);
+  auto probed = make_faulty_session(faulty, 10, /*temperature=*/1.5f, /*seed=*/7);
+  Recorder plain_events, probed_events, probe_events;
+  plain->input_text("First question", kInputFlagReason, plain_events);
+  probed->input_text("First question", kInputFlagReason, probed_events);
+  const auto out_of_memory = [] { throw std::bad_alloc(); };
+  faulty->fail_next_forward(out_of_memory, /*passes_first=*/3);
+  EXPECT_THROW(probed->probe("Say something", {}, 16, probe_events), std::bad_alloc);
+  faulty->fail_next_forward(out_of_memory, /*passes_first=*/2);
+  EXPECT_THROW(probed->probe(probe_prompt_of(*probed, 2048), {}, 1, probe_events), std::bad_alloc);
+  EXPECT_EQ(probed->clock(), plain->clock());
+  EXPECT_EQ(probed->active_slots(), plain->active_slots());
+  const std::string plain_path = dir_.file("plain.snap"), probed_path = dir_.file("probed.snap");
+  plain->save_snapshot(plain_path, "s");
+  probed->save_snapshot(probed_path, "s");
+  EXPECT_TRUE(file_bytes(plain_path) == file_bytes(probed_path)) << "the snapshots differ";
   plain->input_text("Second question", 0, plain_events);
   probed->input_text("Second question", 0, probed_events);
   EXPECT_EQ(plain_events.tokens, probed_events.tokens);
