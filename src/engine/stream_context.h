@@ -29,8 +29,11 @@ class StreamContext {
   // leaves no trace (the ring's state, moved keys and the KV of the slots it overwrote are put
   // back). A backend that throws is undone the same way, then the exception goes on (a chunk
   // that is not cancellable gets its ring state and keys back, not the KV it overwrote).
+  //
+  // `last_hidden`, if set, receives the last token's final hidden state (Batch::last_hidden).
   bool append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
-              std::span<const int32_t> candidates = {}, const std::function<bool()>& cancelled = {});
+              std::span<const int32_t> candidates = {}, const std::function<bool()>& cancelled = {},
+              std::vector<float>* last_hidden = nullptr);
 
   // Probes: tokens appended between begin_transient() and rollback() leave no trace, up to
   // ring().transient_capacity() of them. Those past the scratch slots overwrite the oldest live
