@@ -209,6 +209,18 @@ void Session::feed(int32_t token) {
   context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits_);
 }
 
+void Session::feed_decoded(int32_t token) {
+  context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits_, {}, {}, &last_hidden_);
+  const int64_t token_clock = clock() - 1;
+  stage_.stage(StagedToken{token, context_.ring().slot_of(token_clock), token_clock, monotonic_milliseconds(),
+                           last_hidden_});
+  if (stage_.full()) commit_episode(/*interrupted=*/false);
+}
+
+void Session::commit_episode(bool interrupted) {
+  if (auto episode = stage_.commit(context_.ring(), context_.backend(), interrupted)) episodes_.add(std::move(*episode));
+}
+
 std::vector<int32_t> Session::turn_mask() const {
   std::vector<int32_t> masked = special_.never_sampled;
   if (suppress_thinking_ && special_.channel_open >= 0) masked.push_back(special_.channel_open);
@@ -275,7 +287,7 @@ Session::Burst Session::begin_burst(std::optional<int32_t> resume_token) {
   previous_ = before_previous_ = -1;
   // A held newline fed on resume starts a thought line like any other.
   suppress_critique_ = resume_token && in_thought_ && ends_line(*resume_token);
-  if (resume_token) feed(*resume_token);
+  if (resume_token) feed_decoded(*resume_token);
   Burst burst;
   burst.status_total = config_.max_tokens + config_.thinking_budget;
   burst.current = sample_next();
@@ -286,7 +298,7 @@ std::optional<StopReason> Session::decode_step(SessionEvents& events, Burst& bur
   int32_t& current = burst.current;
   if (abort_) return StopReason::Aborted;
   if (current == special_.eos || current == special_.turn_close) {
-    feed(current);
+    feed_decoded(current);
     turn_open_ = false;
     in_thought_ = false;
     return StopReason::EndOfTurn;
@@ -300,13 +312,13 @@ std::optional<StopReason> Session::decode_step(SessionEvents& events, Burst& bur
     // Out of the thought channel, for good: one thinking phase per turn.
     close_thought_state();
     context_.ring().mark_span(kv::SpanType::ResponseSentence);
-    feed(current);
+    feed_decoded(current);
     current = sample_next();
   } else if (current == special_.tool_call_open) {
     collect_tool_call(events);
     return StopReason::ToolCall;
   } else if (current == special_.turn_open || current == special_.think) {
-    feed(current);  // grammar tokens the model writes itself: kept, not streamed
+    feed_decoded(current);  // grammar tokens the model writes itself: kept, not streamed
     current = sample_next();
   } else {
     return stream_token(events, burst);
@@ -321,13 +333,13 @@ void Session::enter_thought(Burst& burst) {
   burst.thinking = 0;
   suppress_critique_ = false;
   context_.ring().mark_span(kv::SpanType::Thought);
-  feed(burst.current);
+  feed_decoded(burst.current);
   int32_t& current = burst.current;
   current = sample_next();
   for (int i = 0; i < kMaxThoughtHeaderTokens; ++i) {
     if (current == special_.channel_close || current == special_.eos || current == special_.turn_close) break;
     const bool newline = current == special_.newline || current == special_.paragraph;
-    feed(current);
+    feed_decoded(current);
     mask_channel_close_once_ = newline;
     current = sample_next();
     if (newline) break;
@@ -342,7 +354,7 @@ void Session::close_thought_state() {
 
 void Session::collect_tool_call(SessionEvents& events) {
   // A tool call: its body is collected silently up to <tool_call|>.
-  feed(special_.tool_call_open);
+  feed_decoded(special_.tool_call_open);
   context_.ring().mark_span(kv::SpanType::ToolCall);
   std::string notation, text;
   int32_t next = sample_next();
@@ -350,11 +362,11 @@ void Session::collect_tool_call(SessionEvents& events) {
          notation.size() < kMaxToolCallBytes && !abort_) {
     notation += tokenizer_.token_text(next);
     text += tokenizer_.token_piece(next, /*render_special=*/true);
-    feed(next);
+    feed_decoded(next);
     next = sample_next();
   }
   events.tool_call(parse_tool_call(notation, text));
-  if (next == special_.tool_call_close) feed(next);
+  if (next == special_.tool_call_close) feed_decoded(next);
 }
 
 std::optional<StopReason> Session::stream_token(SessionEvents& events, Burst& burst) {
@@ -377,7 +389,7 @@ std::optional<StopReason> Session::stream_token(SessionEvents& events, Burst& bu
   before_previous_ = previous_;
   previous_ = token;
   if (burst.tokens() % 8 == 0) report_progress(events, burst);
-  feed(token);
+  feed_decoded(token);
   recent_.push_back(token);
   // A thought line may not open with self-critique ("Wait", "Actually", ...), as in the original.
   suppress_critique_ = in_thought_ && ends_line(token);
@@ -419,6 +431,7 @@ void Session::bridge_out_of_thought(SessionEvents& events, Burst& burst) {
 }
 
 void Session::finish_burst(SessionEvents& events, const Burst& burst, StopReason reason) {
+  commit_episode(/*interrupted=*/reason == StopReason::Aborted);
   if (reason != StopReason::ElasticYield) context_.ring().mark_span(kv::SpanType::TurnEnd);
   const uint32_t tokens = burst.tokens();
   const double ms = std::max(1.0, milliseconds_since(burst.start));

@@ -15,6 +15,8 @@
 
 #include "backend/backend.h"
 #include "engine/elastic_yield.h"
+#include "engine/episode_stage.h"
+#include "engine/episode_store.h"
 #include "engine/sampler.h"
 #include "engine/session_config.h"
 #include "engine/session_events.h"
@@ -77,6 +79,11 @@ class Session {
   // taken with another model or KV geometry.
   SnapshotReport load_snapshot(const std::string& path);
 
+  // OP_MEM_COMMIT: the tokens decoded since the last commit become an episode (nothing when none
+  // are staged). Decode bursts commit by themselves when they end and every 64 tokens.
+  void commit_memory() { commit_episode(/*interrupted=*/false); }
+  const EpisodeStore& episodes() const { return episodes_; }
+
   // OP_ABORT: checked between prefill chunks and before every generated token.
   std::atomic<bool>& abort_flag() { return abort_; }
 
@@ -112,7 +119,11 @@ class Session {
   Boundary boundary_after(int32_t token, std::string_view piece) const;
   bool ends_line(int32_t token) const;
   float top_two_margin() const;
+  // Feeds a token the engine writes itself (turn grammar, the budget bridge): never staged.
   void feed(int32_t token);
+  // Feeds a token the model decoded, staging it for episodic memory.
+  void feed_decoded(int32_t token);
+  void commit_episode(bool interrupted);
   // Ids no token of the current turn state may be: never-sampled ones, <|channel> when thinking
   // is suppressed. sample_next adds the one-token masks of the decode loop.
   std::vector<int32_t> turn_mask() const;
@@ -133,6 +144,9 @@ class Session {
   Sampler sampler_;
   Logits logits_;                // logits after the last fed token
   std::vector<int32_t> recent_;  // tokens generated in this burst (penalty window)
+  std::vector<float> last_hidden_;  // of the last decoded token
+  EpisodeStage stage_;
+  EpisodeStore episodes_;
   std::atomic<bool> abort_{false};
 
   bool turn_open_ = false;             // the model's turn has begun and not ended

@@ -53,6 +53,7 @@ class StreamContext {
   kv::KvRing& ring() { return ring_; }
   const kv::KvRing& ring() const { return ring_; }
   int64_t clock() const { return ring_.clock(); }
+  const Backend& backend() const { return backend_; }
 
  private:
   void apply(const std::vector<kv::Rotation>& rotations);

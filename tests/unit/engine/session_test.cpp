@@ -61,9 +61,14 @@ class SessionTest : public ::testing::Test {
 
   // A model that writes `script` (tokenized with the vocabulary) after its first token.
   void use_scripted_model(std::string_view script) {
+    const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(testing::peer_gemma4_vocab()->string()));
+    use_scripted_tokens(tokenizer.encode(script, /*add_special=*/false, /*parse_special=*/true));
+  }
+  void use_scripted_tokens(std::vector<int32_t> script) {
     SynthOptions o = synth_options(testing::peer_gemma4_vocab()->string());
-    const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(o.vocab_path));
-    o.script = {tokenizer.encode(script, /*add_special=*/false, /*parse_special=*/true)};
+    // The synthesizer writes a script with one embedding dimension per token.
+    o.n_embd = std::max<int>(o.n_embd, static_cast<int>((script.size() + 31) / 32 * 32));
+    o.script = {std::move(script)};
     model_ = Model::load(testing::synthesize(dir_, o, "scripted.gguf"));
   }
 
@@ -261,6 +266,80 @@ TEST_F(SessionTest, ProbeThatFailsHalfwayLeavesTheSessionAsBefore) {
   plain->input_text("Second question", 0, plain_events);
   probed->input_text("Second question", 0, probed_events);
   EXPECT_EQ(plain_events.tokens, probed_events.tokens);
+}
+
+std::vector<int32_t> decoded_after_first(const Tokenizer& tokenizer, const std::string& script) {
+  std::vector<int32_t> tokens = tokenizer.encode(script, false, true);
+  tokens.erase(tokens.begin());
+  return tokens;
+}
+
+double squared_norm(const std::vector<float>& v) {
+  double sum = 0.0;
+  for (float x : v) sum += static_cast<double>(x) * x;
+  return sum;
+}
+
+TEST_F(SessionTest, EveryDecodedTokenOfABurstIsStagedAndCommittedAsOneEpisode) {
+  // The scripted model decodes the script after its first token (<channel|>, with which the
+  // rendered prompt ends): those tokens, and neither the prefilled prompt nor a probe's tokens,
+  // make the episode, with the KV of each on every layer.
+  const std::string script = "<channel|>Alpha\nbeta gamma<turn|>";
+  use_scripted_model(script);
+  auto session = make_session(16);
+  const std::vector<int32_t> decoded = decoded_after_first(session->tokenizer(), script);
+  Recorder events;
+  session->input_text("Hi", 0, events);
+  const int64_t end_clock = session->clock();
+  Recorder probe_events;
+  session->probe("Say something", {}, 8, probe_events);
+  session->commit_memory();  // nothing staged since the burst committed
+  ASSERT_EQ(session->episodes().episodes().size(), 1u);
+  const Episode& episode = session->episodes().episodes().front();
+  EXPECT_EQ(episode.id, 1u);
+  EXPECT_EQ(episode.tokens, decoded);
+  EXPECT_EQ(episode.start_clock, end_clock - static_cast<int64_t>(decoded.size()));
+  for (size_t i = 0; i < decoded.size(); ++i) EXPECT_EQ(episode.clocks[i], episode.start_clock + int64_t(i));
+  EXPECT_EQ(episode.continuation_token, decoded.back());
+  EXPECT_FALSE(episode.interrupted);
+  EXPECT_LE(episode.created_ms, episode.last_accessed_ms);
+  EXPECT_NEAR(squared_norm(episode.centroid), 1.0, 1e-5);
+  EXPECT_EQ(episode.centroid.size(), static_cast<size_t>(model_->config().n_embd));
+  ASSERT_EQ(episode.kv.slots.size(), decoded.size());
+  ASSERT_EQ(episode.kv.layers.size(), static_cast<size_t>(model_->config().n_kv_layers));
+  for (size_t i = 0; i < decoded.size(); ++i) EXPECT_EQ(episode.kv.positions[i], episode.clocks[i]);
+}
+
+TEST_F(SessionTest, AFullStageCommitsEvery64DecodedTokens) {
+  // After <channel|>, 65 distinct ordinary tokens and <turn|>: an episode of 64 when the stage
+  // fills, the other 2 at the end.
+  const SpecialTokens special = SpecialTokens::find(Tokenizer::from_gguf(model_->gguf()), ModelArch::Gemma4);
+  std::vector<int32_t> decoded;
+  for (int32_t id = 10000; id < 10065; ++id) decoded.push_back(id);
+  decoded.push_back(special.turn_close);
+  std::vector<int32_t> script = {special.channel_close};
+  script.insert(script.end(), decoded.begin(), decoded.end());
+  use_scripted_tokens(script);
+  auto session = make_session(100);
+  Recorder events;
+  session->input_text("Hi", 0, events);
+  const auto& episodes = session->episodes().episodes();
+  ASSERT_EQ(episodes.size(), 2u);
+  EXPECT_EQ(episodes[0].tokens, std::vector<int32_t>(decoded.begin(), decoded.begin() + 64));
+  EXPECT_EQ(episodes[1].tokens, std::vector<int32_t>(decoded.begin() + 64, decoded.end()));
+  EXPECT_EQ(episodes[1].start_clock, episodes[0].start_clock + 64);
+  EXPECT_EQ(episodes[1].id, 2u);
+}
+
+TEST_F(SessionTest, AnAbortedBurstCommitsAnInterruptedEpisodeAndMemCommitTheRest) {
+  auto session = make_session(100);
+  Recorder events;
+  events.abort_after_first_token = &session->abort_flag();
+  session->input_text("Tell me a long story", 0, events);
+  ASSERT_EQ(session->episodes().episodes().size(), 1u);
+  EXPECT_TRUE(session->episodes().episodes().front().interrupted);
+  session->commit_memory();
+  EXPECT_EQ(session->episodes().episodes().size(), 1u);
 }
 
 TEST_F(SessionTest, SettingsReachTheNextProbeAtOnce) {
