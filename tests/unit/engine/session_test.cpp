@@ -268,51 +268,17 @@ TEST_F(SessionTest, ProbeThatFailsHalfwayLeavesTheSessionAsBefore) {
   EXPECT_EQ(plain_events.tokens, probed_events.tokens);
 }
 
-std::vector<int32_t> decoded_after_first(const Tokenizer& tokenizer, const std::string& script) {
-  std::vector<int32_t> tokens = tokenizer.encode(script, false, true);
-  tokens.erase(tokens.begin());
-  return tokens;
-}
-
 double squared_norm(const std::vector<float>& v) {
   double sum = 0.0;
   for (float x : v) sum += static_cast<double>(x) * x;
   return sum;
 }
 
-TEST_F(SessionTest, EveryDecodedTokenOfABurstIsStagedAndCommittedAsOneEpisode) {
-  // The scripted model decodes the script after its first token (<channel|>, with which the
-  // rendered prompt ends): those tokens, and neither the prefilled prompt nor a probe's tokens,
-  // make the episode, with the KV of each on every layer.
-  const std::string script = "<channel|>Alpha\nbeta gamma<turn|>";
-  use_scripted_model(script);
-  auto session = make_session(16);
-  const std::vector<int32_t> decoded = decoded_after_first(session->tokenizer(), script);
-  Recorder events;
-  session->input_text("Hi", 0, events);
-  const int64_t end_clock = session->clock();
-  Recorder probe_events;
-  session->probe("Say something", {}, 8, probe_events);
-  session->commit_memory();  // nothing staged since the burst committed
-  ASSERT_EQ(session->episodes().episodes().size(), 1u);
-  const Episode& episode = session->episodes().episodes().front();
-  EXPECT_EQ(episode.id, 1u);
-  EXPECT_EQ(episode.tokens, decoded);
-  EXPECT_EQ(episode.start_clock, end_clock - static_cast<int64_t>(decoded.size()));
-  for (size_t i = 0; i < decoded.size(); ++i) EXPECT_EQ(episode.clocks[i], episode.start_clock + int64_t(i));
-  EXPECT_EQ(episode.continuation_token, decoded.back());
-  EXPECT_FALSE(episode.interrupted);
-  EXPECT_LE(episode.created_ms, episode.last_accessed_ms);
-  EXPECT_NEAR(squared_norm(episode.centroid), 1.0, 1e-5);
-  EXPECT_EQ(episode.centroid.size(), static_cast<size_t>(model_->config().n_embd));
-  ASSERT_EQ(episode.kv.slots.size(), decoded.size());
-  ASSERT_EQ(episode.kv.layers.size(), static_cast<size_t>(model_->config().n_kv_layers));
-  for (size_t i = 0; i < decoded.size(); ++i) EXPECT_EQ(episode.kv.positions[i], episode.clocks[i]);
-}
-
-TEST_F(SessionTest, AFullStageCommitsEvery64DecodedTokens) {
-  // After <channel|>, 65 distinct ordinary tokens and <turn|>: an episode of 64 when the stage
-  // fills, the other 2 at the end.
+TEST_F(SessionTest, DecodedTokensAreCommittedEvery64AndAtTheEndOfTheBurst) {
+  // The scripted model decodes, after <channel|> (with which the rendered prompt ends), 65
+  // distinct ordinary tokens and <turn|>: those 66 tokens, and neither the prefilled prompt nor
+  // a probe's tokens, make the episodes: one of 64 when the stage fills, one of 2 when the burst
+  // ends, each with the KV of its tokens on every layer.
   const SpecialTokens special = SpecialTokens::find(Tokenizer::from_gguf(model_->gguf()), ModelArch::Gemma4);
   std::vector<int32_t> decoded;
   for (int32_t id = 10000; id < 10065; ++id) decoded.push_back(id);
@@ -323,12 +289,29 @@ TEST_F(SessionTest, AFullStageCommitsEvery64DecodedTokens) {
   auto session = make_session(100);
   Recorder events;
   session->input_text("Hi", 0, events);
+  const int64_t end_clock = session->clock();
+  Recorder probe_events;
+  session->probe("Say something", {}, 8, probe_events);
+  session->commit_memory();  // nothing staged since the burst committed
   const auto& episodes = session->episodes().episodes();
   ASSERT_EQ(episodes.size(), 2u);
   EXPECT_EQ(episodes[0].tokens, std::vector<int32_t>(decoded.begin(), decoded.begin() + 64));
   EXPECT_EQ(episodes[1].tokens, std::vector<int32_t>(decoded.begin() + 64, decoded.end()));
+  EXPECT_EQ(episodes[0].start_clock, end_clock - static_cast<int64_t>(decoded.size()));
   EXPECT_EQ(episodes[1].start_clock, episodes[0].start_clock + 64);
-  EXPECT_EQ(episodes[1].id, 2u);
+  for (size_t e = 0; e < episodes.size(); ++e) {
+    const Episode& episode = episodes[e];
+    EXPECT_EQ(episode.id, e + 1);
+    for (size_t i = 0; i < episode.tokens.size(); ++i) EXPECT_EQ(episode.clocks[i], episode.start_clock + int64_t(i));
+    EXPECT_EQ(episode.continuation_token, episode.tokens.back());
+    EXPECT_FALSE(episode.interrupted);
+    EXPECT_LE(episode.created_ms, episode.last_accessed_ms);
+    EXPECT_EQ(episode.centroid.size(), static_cast<size_t>(model_->config().n_embd));
+    EXPECT_NEAR(squared_norm(episode.centroid), 1.0, 1e-5);
+    ASSERT_EQ(episode.kv.slots.size(), episode.tokens.size());
+    ASSERT_EQ(episode.kv.layers.size(), static_cast<size_t>(model_->config().n_kv_layers));
+    for (size_t i = 0; i < episode.tokens.size(); ++i) EXPECT_EQ(episode.kv.positions[i], episode.clocks[i]);
+  }
 }
 
 TEST_F(SessionTest, AnAbortedBurstCommitsAnInterruptedEpisodeAndMemCommitTheRest) {
