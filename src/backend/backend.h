@@ -29,6 +29,13 @@ struct Batch {
   // The batch's slots then hold the KV of some layers only; the caller restores them
   // (StreamContext does).
   std::function<bool()> cancelled;
+  // If set, receives the last token's final hidden state once forward() completes: the input
+  // of the output norm (the residual stream after the last layer), n_embd floats. Episodic
+  // memory stages it per decoded token; it is the pre-norm state, in the embeddings' own space,
+  // because the recall query before a prefill is a sum of input embeddings (the output norm's
+  // per-channel weights would turn the centroids away from that space), and because it is what
+  // the original stages (its residual buffer x).
+  std::vector<float>* last_hidden = nullptr;
 };
 
 // The slots each layer type reads, in chronological order, including the batch's own slots.

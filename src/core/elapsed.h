@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 namespace channel {
 
@@ -10,6 +11,12 @@ using SteadyClock = std::chrono::steady_clock;
 
 inline double milliseconds_since(SteadyClock::time_point start) {
   return std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
+}
+
+// Episodic memory's one clock, for its timestamps and recency alike: whole milliseconds of the
+// steady clock (monotonic; the original mixed epoch milliseconds with its token clock).
+inline int64_t monotonic_milliseconds() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now().time_since_epoch()).count();
 }
 
 }  // namespace channel

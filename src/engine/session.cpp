@@ -209,6 +209,18 @@ void Session::feed(int32_t token) {
   context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits_);
 }
 
+void Session::feed_decoded(int32_t token) {
+  context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits_, {}, {}, &last_hidden_);
+  const int64_t token_clock = clock() - 1;
+  stage_.stage(StagedToken{token, context_.ring().slot_of(token_clock), token_clock, monotonic_milliseconds(),
+                           last_hidden_});
+  if (stage_.full()) commit_episode(/*interrupted=*/false);
+}
+
+void Session::commit_episode(bool interrupted) {
+  if (auto episode = stage_.commit(context_.ring(), context_.backend(), interrupted)) episodes_.add(std::move(*episode));
+}
+
 std::vector<int32_t> Session::turn_mask() const {
   std::vector<int32_t> masked = special_.never_sampled;
   if (suppress_thinking_ && special_.channel_open >= 0) masked.push_back(special_.channel_open);
@@ -251,142 +263,178 @@ float Session::top_two_margin() const {
   return first - second;
 }
 
+// One decode burst, from its first sampled token to the reason it stops.
+struct Session::Burst {
+  SteadyClock::time_point start = SteadyClock::now();
+  uint32_t status_total = 0;          // the token count STATUS frames report against
+  uint32_t thinking = 0, response = 0;  // streamed tokens of each channel
+  int32_t current = -1;               // sampled, not yet handled
+  uint32_t tokens() const { return thinking + response; }
+};
+
 void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_token) {
+  Burst burst = begin_burst(resume_token);
+  std::optional<StopReason> stop;
+  while (!(stop = decode_step(events, burst))) {
+  }
+  finish_burst(events, burst, *stop);
+}
+
+Session::Burst Session::begin_burst(std::optional<int32_t> resume_token) {
   turn_open_ = true;
   recent_.clear();
   syntax_.reset();
   previous_ = before_previous_ = -1;
   // A held newline fed on resume starts a thought line like any other.
   suppress_critique_ = resume_token && in_thought_ && ends_line(*resume_token);
-  if (resume_token) feed(*resume_token);
-  uint32_t thinking = 0, response = 0;
-  const auto start = SteadyClock::now();
-  const uint32_t status_total = config_.max_tokens + config_.thinking_budget;
-  StopReason reason = StopReason::EndOfTurn;
-  int32_t current = sample_next();
+  if (resume_token) feed_decoded(*resume_token);
+  Burst burst;
+  burst.status_total = config_.max_tokens + config_.thinking_budget;
+  burst.current = sample_next();
+  return burst;
+}
 
-  while (true) {
-    if (abort_) {
-      reason = StopReason::Aborted;
-      break;
-    }
-    if (current == special_.eos || current == special_.turn_close) {
-      feed(current);
-      turn_open_ = false;
-      in_thought_ = false;
-      reason = StopReason::EndOfTurn;
-      break;
-    }
-    if (current == special_.channel_open && (suppress_thinking_ || in_thought_)) {
-      current = special_.channel_close;  // a suppressed channel open becomes a channel close
-    }
-    if (current == special_.channel_open) {
-      // Into the thought channel: the header ("thought\n") is fed silently; the first token of
-      // the thought may not close it again.
-      in_thought_ = true;
-      thinking = 0;
-      suppress_critique_ = false;
-      context_.ring().mark_span(kv::SpanType::Thought);
-      feed(current);
-      current = sample_next();
-      for (int i = 0; i < kMaxThoughtHeaderTokens; ++i) {
-        if (current == special_.channel_close || current == special_.eos || current == special_.turn_close) break;
-        const bool newline = current == special_.newline || current == special_.paragraph;
-        feed(current);
-        mask_channel_close_once_ = newline;
-        current = sample_next();
-        if (newline) break;
-      }
-      continue;
-    }
-    if (current == special_.channel_close) {
-      // Out of the thought channel, for good: one thinking phase per turn.
-      in_thought_ = false;
-      suppress_thinking_ = true;
-      suppress_critique_ = false;
-      context_.ring().mark_span(kv::SpanType::ResponseSentence);
-      feed(current);
-      current = sample_next();
-      continue;
-    }
-    if (current == special_.tool_call_open) {
-      // A tool call: its body is collected silently up to <tool_call|>.
-      feed(current);
-      context_.ring().mark_span(kv::SpanType::ToolCall);
-      std::string notation, text;
-      int32_t next = sample_next();
-      while (next != special_.tool_call_close && next != special_.turn_close && next != special_.eos &&
-             notation.size() < kMaxToolCallBytes && !abort_) {
-        notation += tokenizer_.token_text(next);
-        text += tokenizer_.token_piece(next, /*render_special=*/true);
-        feed(next);
-        next = sample_next();
-      }
-      events.tool_call(parse_tool_call(notation, text));
-      if (next == special_.tool_call_close) feed(next);
-      reason = StopReason::ToolCall;
-      break;
-    }
-    if (current == special_.turn_open || current == special_.think) {
-      feed(current);  // grammar tokens the model writes itself: kept, not streamed
-      current = sample_next();
-      continue;
-    }
-    if (in_thought_) {
-      ++thinking;
-    } else {
-      if (response >= config_.max_tokens) {
-        reason = StopReason::MaxTokens;
-        break;
-      }
-      ++response;
-    }
-    const std::string& piece = tokenizer_.token_text(current);
-    events.token(current, clock(), piece, in_thought_);
-    syntax_.feed(piece);
-    if (syntax_.at_rest()) {
-      const Boundary boundary = boundary_after(current, piece);
-      const bool at_boundary = boundary.paragraph || boundary.sentence_newline;
-      if (at_boundary && should_yield(in_thought_, in_thought_ ? thinking : response, boundary,
-                                      in_thought_ ? 0.0f : top_two_margin())) {
-        // Hold the token (streamed, not fed) until OP_RESUME or new input.
-        pending_yield_ = current;
-        if (!in_thought_) context_.ring().mark_span(kv::SpanType::ResponseSentence);
-        reason = StopReason::ElasticYield;
-        break;
-      }
-    }
-    before_previous_ = previous_;
-    previous_ = current;
-    if ((thinking + response) % 8 == 0) {
-      const double ms = milliseconds_since(start);
-      events.status(StatusReport{EngineStatus::Generating, active_slots(), 0,
-                                 static_cast<float>((thinking + response) * 1000.0 / std::max(ms, 1.0)),
-                                 thinking + response, status_total});
-    }
-    feed(current);
-    recent_.push_back(current);
-    // A thought line may not open with self-critique ("Wait", "Actually", ...), as in the original.
-    suppress_critique_ = in_thought_ && ends_line(current);
-    if (in_thought_ && special_.has_thinking() &&
-        ((thinking >= config_.thinking_budget && ends_a_sentence(piece)) || thinking >= config_.thinking_budget + 32)) {
-      // Thinking budget spent: the bridge text closes the thought and the answer follows.
-      for (int32_t bridge : encode(kBudgetBridge, /*bos_at_start=*/false)) {
-        events.token(bridge, clock(), tokenizer_.token_text(bridge), true);
-        feed(bridge);
-      }
-      in_thought_ = false;
-      suppress_thinking_ = true;
-      suppress_critique_ = false;
-      thinking = 0;  // as the original: TURN_COMPLETE's count restarts after the bridge
-      feed(special_.channel_close);
-    }
-    current = sample_next();
+std::optional<StopReason> Session::decode_step(SessionEvents& events, Burst& burst) {
+  int32_t& current = burst.current;
+  if (abort_) return StopReason::Aborted;
+  if (current == special_.eos || current == special_.turn_close) {
+    feed_decoded(current);
+    turn_open_ = false;
+    in_thought_ = false;
+    return StopReason::EndOfTurn;
   }
+  if (current == special_.channel_open && (suppress_thinking_ || in_thought_)) {
+    current = special_.channel_close;  // a suppressed channel open becomes a channel close
+  }
+  if (current == special_.channel_open) {
+    enter_thought(burst);
+  } else if (current == special_.channel_close) {
+    // Out of the thought channel, for good: one thinking phase per turn.
+    close_thought_state();
+    context_.ring().mark_span(kv::SpanType::ResponseSentence);
+    feed_decoded(current);
+    current = sample_next();
+  } else if (current == special_.tool_call_open) {
+    collect_tool_call(events);
+    return StopReason::ToolCall;
+  } else if (current == special_.turn_open || current == special_.think) {
+    feed_decoded(current);  // grammar tokens the model writes itself: kept, not streamed
+    current = sample_next();
+  } else {
+    return stream_token(events, burst);
+  }
+  return std::nullopt;
+}
 
+void Session::enter_thought(Burst& burst) {
+  // Into the thought channel: the header ("thought\n") is fed silently; the first token of the
+  // thought may not close it again.
+  in_thought_ = true;
+  burst.thinking = 0;
+  suppress_critique_ = false;
+  context_.ring().mark_span(kv::SpanType::Thought);
+  feed_decoded(burst.current);
+  int32_t& current = burst.current;
+  current = sample_next();
+  for (int i = 0; i < kMaxThoughtHeaderTokens; ++i) {
+    if (current == special_.channel_close || current == special_.eos || current == special_.turn_close) break;
+    const bool newline = current == special_.newline || current == special_.paragraph;
+    feed_decoded(current);
+    mask_channel_close_once_ = newline;
+    current = sample_next();
+    if (newline) break;
+  }
+}
+
+void Session::close_thought_state() {
+  in_thought_ = false;
+  suppress_thinking_ = true;
+  suppress_critique_ = false;
+}
+
+void Session::collect_tool_call(SessionEvents& events) {
+  // A tool call: its body is collected silently up to <tool_call|>.
+  feed_decoded(special_.tool_call_open);
+  context_.ring().mark_span(kv::SpanType::ToolCall);
+  std::string notation, text;
+  int32_t next = sample_next();
+  while (next != special_.tool_call_close && next != special_.turn_close && next != special_.eos &&
+         notation.size() < kMaxToolCallBytes && !abort_) {
+    notation += tokenizer_.token_text(next);
+    text += tokenizer_.token_piece(next, /*render_special=*/true);
+    feed_decoded(next);
+    next = sample_next();
+  }
+  events.tool_call(parse_tool_call(notation, text));
+  if (next == special_.tool_call_close) feed_decoded(next);
+}
+
+std::optional<StopReason> Session::stream_token(SessionEvents& events, Burst& burst) {
+  const int32_t token = burst.current;
+  if (in_thought_) {
+    ++burst.thinking;
+  } else {
+    if (burst.response >= config_.max_tokens) return StopReason::MaxTokens;
+    ++burst.response;
+  }
+  const std::string& piece = tokenizer_.token_text(token);
+  events.token(token, clock(), piece, in_thought_);
+  syntax_.feed(piece);
+  if (yields_after(token, piece, burst)) {
+    // Hold the token (streamed, not fed) until OP_RESUME or new input.
+    pending_yield_ = token;
+    if (!in_thought_) context_.ring().mark_span(kv::SpanType::ResponseSentence);
+    return StopReason::ElasticYield;
+  }
+  before_previous_ = previous_;
+  previous_ = token;
+  if (burst.tokens() % 8 == 0) report_progress(events, burst);
+  feed_decoded(token);
+  recent_.push_back(token);
+  // A thought line may not open with self-critique ("Wait", "Actually", ...), as in the original.
+  suppress_critique_ = in_thought_ && ends_line(token);
+  if (thinking_budget_spent(burst, piece)) bridge_out_of_thought(events, burst);
+  burst.current = sample_next();
+  return std::nullopt;
+}
+
+bool Session::yields_after(int32_t token, std::string_view piece, const Burst& burst) const {
+  if (!syntax_.at_rest()) return false;
+  const Boundary boundary = boundary_after(token, piece);
+  return (boundary.paragraph || boundary.sentence_newline) &&
+         should_yield(in_thought_, in_thought_ ? burst.thinking : burst.response, boundary,
+                      in_thought_ ? 0.0f : top_two_margin());
+}
+
+void Session::report_progress(SessionEvents& events, const Burst& burst) {
+  const double ms = milliseconds_since(burst.start);
+  events.status(StatusReport{EngineStatus::Generating, active_slots(), 0,
+                             static_cast<float>(burst.tokens() * 1000.0 / std::max(ms, 1.0)), burst.tokens(),
+                             burst.status_total});
+}
+
+bool Session::thinking_budget_spent(const Burst& burst, std::string_view piece) const {
+  const uint32_t budget = config_.thinking_budget;
+  return in_thought_ && special_.has_thinking() &&
+         ((burst.thinking >= budget && ends_a_sentence(piece)) || burst.thinking >= budget + 32);
+}
+
+void Session::bridge_out_of_thought(SessionEvents& events, Burst& burst) {
+  // Thinking budget spent: the bridge text closes the thought and the answer follows.
+  for (int32_t bridge : encode(kBudgetBridge, /*bos_at_start=*/false)) {
+    events.token(bridge, clock(), tokenizer_.token_text(bridge), true);
+    feed(bridge);
+  }
+  close_thought_state();
+  burst.thinking = 0;  // as the original: TURN_COMPLETE's count restarts after the bridge
+  feed(special_.channel_close);
+}
+
+void Session::finish_burst(SessionEvents& events, const Burst& burst, StopReason reason) {
+  commit_episode(/*interrupted=*/reason == StopReason::Aborted);
   if (reason != StopReason::ElasticYield) context_.ring().mark_span(kv::SpanType::TurnEnd);
-  const uint32_t tokens = thinking + response;
-  const double ms = std::max(1.0, milliseconds_since(start));
+  const uint32_t tokens = burst.tokens();
+  const double ms = std::max(1.0, milliseconds_since(burst.start));
   const float rate = tokens <= 1 ? static_cast<float>(tokens) : static_cast<float>((tokens - 1) * 1000.0 / ms);
   events.turn_complete(TurnSummary{tokens, static_cast<uint32_t>(ms), rate, reason});
   report_idle(events, rate, tokens);

@@ -15,6 +15,8 @@
 
 #include "backend/backend.h"
 #include "engine/elastic_yield.h"
+#include "engine/episode_stage.h"
+#include "engine/episode_store.h"
 #include "engine/sampler.h"
 #include "engine/session_config.h"
 #include "engine/session_events.h"
@@ -77,6 +79,11 @@ class Session {
   // taken with another model or KV geometry.
   SnapshotReport load_snapshot(const std::string& path);
 
+  // OP_MEM_COMMIT: the tokens decoded since the last commit become an episode (nothing when none
+  // are staged). Decode bursts commit by themselves when they end and every 64 tokens.
+  void commit_memory() { commit_episode(/*interrupted=*/false); }
+  const EpisodeStore& episodes() const { return episodes_; }
+
   // OP_ABORT: checked between prefill chunks and before every generated token.
   std::atomic<bool>& abort_flag() { return abort_; }
 
@@ -95,10 +102,28 @@ class Session {
   void enter_turn_state_after(std::span<const int32_t> prefilled);
   // `resume_token`: a token already streamed to the client that must be fed first (resume).
   void decode_burst(SessionEvents& events, std::optional<int32_t> resume_token = std::nullopt);
+  // The steps of a burst. decode_step handles the sampled token and samples the next one, or
+  // says why the burst stops.
+  struct Burst;
+  Burst begin_burst(std::optional<int32_t> resume_token);
+  std::optional<StopReason> decode_step(SessionEvents& events, Burst& burst);
+  void enter_thought(Burst& burst);
+  void close_thought_state();
+  void collect_tool_call(SessionEvents& events);
+  std::optional<StopReason> stream_token(SessionEvents& events, Burst& burst);
+  bool yields_after(int32_t token, std::string_view piece, const Burst& burst) const;
+  void report_progress(SessionEvents& events, const Burst& burst);
+  bool thinking_budget_spent(const Burst& burst, std::string_view piece) const;
+  void bridge_out_of_thought(SessionEvents& events, Burst& burst);
+  void finish_burst(SessionEvents& events, const Burst& burst, StopReason reason);
   Boundary boundary_after(int32_t token, std::string_view piece) const;
   bool ends_line(int32_t token) const;
   float top_two_margin() const;
+  // Feeds a token the engine writes itself (turn grammar, the budget bridge): never staged.
   void feed(int32_t token);
+  // Feeds a token the model decoded, staging it for episodic memory.
+  void feed_decoded(int32_t token);
+  void commit_episode(bool interrupted);
   // Ids no token of the current turn state may be: never-sampled ones, <|channel> when thinking
   // is suppressed. sample_next adds the one-token masks of the decode loop.
   std::vector<int32_t> turn_mask() const;
@@ -119,6 +144,9 @@ class Session {
   Sampler sampler_;
   Logits logits_;                // logits after the last fed token
   std::vector<int32_t> recent_;  // tokens generated in this burst (penalty window)
+  std::vector<float> last_hidden_;  // of the last decoded token
+  EpisodeStage stage_;
+  EpisodeStore episodes_;
   std::atomic<bool> abort_{false};
 
   bool turn_open_ = false;             // the model's turn has begun and not ended

@@ -60,20 +60,15 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
 
   events.status(StatusReport{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())});
   // Everything below is transient and rolled back exactly, also when it fails halfway (a
-  // session left in transient mode could not take another token). The turn state and the last
-  // logits are not touched.
-  const int64_t saved_clock = context_.begin_transient();
-  try {
-    if (discrete) {
-      score_candidates(tokens, candidate_tokens, result);
-    } else {
-      result.text = generate_probe_text(tokens, decode_tokens);
-    }
-  } catch (...) {
-    context_.rollback(saved_clock);
-    throw;
+  // session left in transient mode could not take another token). The turn state, the last
+  // logits and the sampler are not touched (a generative probe draws from a copy).
+  TransientTokens transient(context_);
+  if (discrete) {
+    score_candidates(tokens, candidate_tokens, result);
+  } else {
+    result.text = generate_probe_text(tokens, decode_tokens);
   }
-  context_.rollback(saved_clock);
+  transient.end();
   result.cost_ms = static_cast<float>(milliseconds_since(start));
   return result;
 }

@@ -64,6 +64,7 @@ void Session::apply_snapshot(const Snapshot& s) {
   sampler_.set_options(config_.sampler);
   sampler_.set_generator(s.generator);
   logits_ = s.logits;
+  stage_ = EpisodeStage{};  // staged tokens of the stream the snapshot replaced
   last_snapshot_clock_ = clock();
 }
 

@@ -59,7 +59,8 @@ void StreamContext::undo_chunk(const kv::RingState& ring_before, const std::vect
 }
 
 bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
-                           std::span<const int32_t> candidates, const std::function<bool()>& cancelled) {
+                           std::span<const int32_t> candidates, const std::function<bool()>& cancelled,
+                           std::vector<float>* last_hidden) {
   if (tokens.empty()) fail("nothing to evaluate: the token list is empty");
   for (int32_t token : tokens) {
     if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary (0..{})", token, n_vocab_ - 1);
@@ -108,7 +109,8 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
       }
       if (!slots.empty()) backend_.read_kv(slots, overwritten);
     }
-    const Batch batch{tokens.subspan(done, n), placement.positions, placement.slots, cancelled};
+    const Batch batch{tokens.subspan(done, n), placement.positions, placement.slots, cancelled,
+                      last_chunk ? last_hidden : nullptr};
     bool finished = false;
     try {
       finished = backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted,

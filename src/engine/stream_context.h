@@ -29,13 +29,17 @@ class StreamContext {
   // leaves no trace (the ring's state, moved keys and the KV of the slots it overwrote are put
   // back). A backend that throws is undone the same way, then the exception goes on (a chunk
   // that is not cancellable gets its ring state and keys back, not the KV it overwrote).
+  //
+  // `last_hidden`, if set, receives the last token's final hidden state (Batch::last_hidden).
   bool append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
-              std::span<const int32_t> candidates = {}, const std::function<bool()>& cancelled = {});
+              std::span<const int32_t> candidates = {}, const std::function<bool()>& cancelled = {},
+              std::vector<float>* last_hidden = nullptr);
 
   // Probes: tokens appended between begin_transient() and rollback() leave no trace, up to
   // ring().transient_capacity() of them. Those past the scratch slots overwrite the oldest live
   // ring slots: their KV is kept when a chunk displaces them and written back by rollback(),
   // which touches only the slots the transient tokens changed.
+  // TransientTokens (below) pairs the two so that a failure in between cannot skip the rollback.
   int64_t begin_transient();
   void rollback(int64_t clock);
 
@@ -49,6 +53,7 @@ class StreamContext {
   kv::KvRing& ring() { return ring_; }
   const kv::KvRing& ring() const { return ring_; }
   int64_t clock() const { return ring_.clock(); }
+  const Backend& backend() const { return backend_; }
 
  private:
   void apply(const std::vector<kv::Rotation>& rotations);
@@ -60,6 +65,33 @@ class StreamContext {
   int n_vocab_;
   kv::KvRing ring_;
   std::vector<KvBlob> displaced_kv_;  // of the live slots the pending transient tokens overwrote
+};
+
+// Transient tokens as a scope: begun when it is made, rolled back exactly when it ends, whether
+// normally (end(), which reports a failing rollback) or by an exception (the destructor, which
+// keeps the exception already on its way: a second one could only replace it or terminate).
+class TransientTokens {
+ public:
+  explicit TransientTokens(StreamContext& context) : context_(context), clock_(context.begin_transient()) {}
+  TransientTokens(const TransientTokens&) = delete;
+  TransientTokens& operator=(const TransientTokens&) = delete;
+  ~TransientTokens() {
+    if (ended_) return;
+    try {
+      context_.rollback(clock_);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the exception that ended the scope goes on
+    }
+  }
+
+  void end() {
+    ended_ = true;
+    context_.rollback(clock_);
+  }
+
+ private:
+  StreamContext& context_;
+  int64_t clock_;
+  bool ended_ = false;
 };
 
 }  // namespace channel

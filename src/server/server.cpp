@@ -119,12 +119,14 @@ bool dispatch(Session& session, const p::InboundMessage& message, const ServerOp
         } else if constexpr (std::is_same_v<T, p::SnapshotLoad>) {
           events.send(snapshot_status(session.load_snapshot(options.snapshot_paths.for_load(m.path))));
           events.status(StatusReport{EngineStatus::Idle, session.active_slots(), 0, 0.0f, 0, 0});
+        } else if constexpr (std::is_same_v<T, p::MemCommit>) {
+          session.commit_memory();  // no reply, as the original
         } else if constexpr (std::is_same_v<T, p::Ping>) {
           events.send(p::Pong{});
         } else if constexpr (std::is_same_v<T, p::Shutdown>) {
           return false;
         }
-        // OP_ABORT is handled by the reader; OP_MEM_COMMIT has nothing to commit yet.
+        // OP_ABORT is handled by the reader.
         return true;
       },
       message);

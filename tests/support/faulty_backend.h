@@ -15,10 +15,11 @@ class FaultyBackend final : public ForwardingBackend {
  public:
   explicit FaultyBackend(Backend& inner) : ForwardingBackend(inner) {}
 
-  // The next forward() calls `thrower` instead of computing (once).
-  void fail_next_forward(std::function<void()> thrower) {
+  // The forward() after the next `passes_first` ones calls `thrower` instead of computing (once).
+  void fail_next_forward(std::function<void()> thrower, int passes_first = 0) {
     std::lock_guard lock(mutex_);
     thrower_ = std::move(thrower);
+    passes_first_ = passes_first;
   }
 
   bool forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted, std::span<const int32_t> candidates,
@@ -26,7 +27,7 @@ class FaultyBackend final : public ForwardingBackend {
     std::function<void()> thrower;
     {
       std::lock_guard lock(mutex_);
-      thrower = std::exchange(thrower_, nullptr);
+      if (thrower_ && passes_first_-- == 0) thrower = std::exchange(thrower_, nullptr);
     }
     if (thrower) thrower();
     return ForwardingBackend::forward(batch, view, wanted, candidates, out);
@@ -36,6 +37,7 @@ class FaultyBackend final : public ForwardingBackend {
  private:
   std::mutex mutex_;
   std::function<void()> thrower_;
+  int passes_first_ = 0;
 };
 
 }  // namespace channel::testing

@@ -91,6 +91,11 @@ bool CpuBackend::forward(const Batch& batch, const AttentionView& view, LogitsWa
     scale_layer_output(il, n_tokens);
   }
   output_logits(n_tokens, wanted, candidates, out);
+  if (batch.last_hidden) {
+    const int64_t n_embd = config.n_embd;
+    const float* last = x_.data() + (n_tokens - 1) * n_embd;  // the output norm wrote elsewhere
+    batch.last_hidden->assign(last, last + n_embd);
+  }
   return true;
 }
 

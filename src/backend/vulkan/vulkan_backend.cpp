@@ -401,6 +401,7 @@ void VulkanBackend::allocate_state() {
   scratch = std::max(scratch, MatmulKernels::scratch_bytes(output_.type, kMaxLogitRows, output_.cols));
   scratch_ = Buffer(*device_, scratch, MemoryUse::kDevice);
   logits_ = Buffer(*device_, uint64_t{kMaxLogitRows} * config.n_vocab * 4, MemoryUse::kReadback);
+  last_hidden_ = Buffer(*device_, uint64_t(config.n_embd) * 4, MemoryUse::kReadback);
 
   rotate_slots_ = upload(kv::kTotalSlots * 4);
   rotate_first_move_ = upload(kv::kTotalSlots * 4);
@@ -511,7 +512,28 @@ bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, 
   bool was_cancelled = false;
   run_sequence_of_chunks(chunks, batch.cancelled, was_cancelled);
   if (was_cancelled) return false;
-  if (wanted == LogitsWanted::None) return true;
+  // The batch's last hidden state rides with the logits pass of the last row (a sequence of its
+  // own only when no logits are wanted): one small copy, no extra device round trip per token.
+  const bool copy_hidden = batch.last_hidden != nullptr && step.first + n == batch.tokens.size();
+  const uint64_t hidden_bytes = uint64_t(config.n_embd) * 4;
+  const auto record_hidden_copy = [&](CommandSequence& seq) {
+    seq.copy(x_, uint64_t{n - 1} * hidden_bytes, last_hidden_, 0, hidden_bytes);
+  };
+  const auto collect_hidden = [&] {
+    const auto* values = reinterpret_cast<const float*>(last_hidden_.mapped());
+    batch.last_hidden->assign(values, values + config.n_embd);
+  };
+  if (wanted == LogitsWanted::None) {
+    if (copy_hidden) {
+      CommandSequence& seq = *sequences_[0];
+      seq.begin();
+      record_hidden_copy(seq);
+      seq.end();
+      seq.run();
+      collect_hidden();
+    }
+    return true;
+  }
 
   // Logits: the last row, or all rows in passes of kMaxLogitRows.
   const uint32_t first_row = wanted == LogitsWanted::All ? 0 : n - 1;
@@ -520,10 +542,12 @@ bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, 
   const int64_t cols = out.n_cols;
   for (uint32_t row = first_row; row < n; row += kMaxLogitRows) {
     const uint32_t rows = std::min(kMaxLogitRows, n - row);
+    const bool with_hidden = copy_hidden && row + rows == n;
     CommandSequence& seq = *sequences_[0];
     host_timed("logits: record", [&] {
       seq.begin();
       mark(seq, "start");
+      if (with_hidden) record_hidden_copy(seq);
       record_logits(seq, row, rows, wanted, n_cand);
       mark(seq, "softcap");
       seq.end();
@@ -533,6 +557,7 @@ bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, 
     host_timed("logits: copy out", [&] {
       const auto* values = reinterpret_cast<const float*>(logits_.mapped());
       out.values.insert(out.values.end(), values, values + static_cast<size_t>(rows) * cols);
+      if (with_hidden) collect_hidden();
     });
     out.n_rows += rows;
   }

@@ -137,6 +137,7 @@ class VulkanBackend final : public Backend {
   // tokens.
   Buffer tokens_, positions_, slots_, slot_positions_, global_view_, sliding_view_, candidates_, rope_;
   Buffer x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, scratch_, logits_;
+  Buffer last_hidden_;  // readback of Batch::last_hidden
   Buffer partials_;  // split-KV attention: per (head, chunk) maximum, sum and accumulators
   uint32_t n_global_view_ = 0, n_sliding_view_ = 0;
   int32_t first_global_cell_ = 0, first_sliding_cell_ = 0;

@@ -5,9 +5,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <new>
+
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "faulty_backend.h"
 #include "peer_vocab.h"
 #include "test_models.h"
 
@@ -56,25 +61,42 @@ class SessionTest : public ::testing::Test {
 
   // A model that writes `script` (tokenized with the vocabulary) after its first token.
   void use_scripted_model(std::string_view script) {
+    const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(testing::peer_gemma4_vocab()->string()));
+    use_scripted_tokens(tokenizer.encode(script, /*add_special=*/false, /*parse_special=*/true));
+  }
+  void use_scripted_tokens(std::vector<int32_t> script) {
     SynthOptions o = synth_options(testing::peer_gemma4_vocab()->string());
-    const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(o.vocab_path));
-    o.script = {tokenizer.encode(script, /*add_special=*/false, /*parse_special=*/true)};
+    // The synthesizer writes a script with one embedding dimension per token.
+    o.n_embd = std::max<int>(o.n_embd, static_cast<int>((script.size() + 31) / 32 * 32));
+    o.script = {std::move(script)};
     model_ = Model::load(testing::synthesize(dir_, o, "scripted.gguf"));
   }
 
   // Greedy unless told otherwise: reproducible turns.
-  std::unique_ptr<Session> make_session(uint32_t max_tokens, float temperature = 0.0f, uint64_t seed = 0) {
-    backends_.push_back(std::make_unique<cpu::CpuBackend>(model_, 2));
+  static SessionConfig session_config(uint32_t max_tokens, float temperature, uint64_t seed) {
     SessionConfig config;
     config.max_tokens = max_tokens;
     config.sampler.temperature = temperature;
     config.sampler.seed = seed;
-    return std::make_unique<Session>(model_, *backends_.back(), config);
+    return config;
+  }
+  std::unique_ptr<Session> make_session(uint32_t max_tokens, float temperature = 0.0f, uint64_t seed = 0) {
+    backends_.push_back(std::make_unique<cpu::CpuBackend>(model_, 2));
+    return std::make_unique<Session>(model_, *backends_.back(), session_config(max_tokens, temperature, seed));
+  }
+  // The same, on the CPU backend behind `faulty` (made here, kept as long as the fixture).
+  std::unique_ptr<Session> make_faulty_session(testing::FaultyBackend*& faulty, uint32_t max_tokens,
+                                               float temperature, uint64_t seed) {
+    backends_.push_back(std::make_unique<cpu::CpuBackend>(model_, 2));
+    faulty_backends_.push_back(std::make_unique<testing::FaultyBackend>(*backends_.back()));
+    faulty = faulty_backends_.back().get();
+    return std::make_unique<Session>(model_, *faulty, session_config(max_tokens, temperature, seed));
   }
 
   TempDir dir_;
   std::shared_ptr<const Model> model_;
   std::vector<std::unique_ptr<cpu::CpuBackend>> backends_;
+  std::vector<std::unique_ptr<testing::FaultyBackend>> faulty_backends_;
 };
 
 TEST_F(SessionTest, TurnReportsProgressTokensAndCompletion) {
@@ -211,6 +233,96 @@ TEST_F(SessionTest, GenerativeProbesLeaveTheSamplerAsItWas) {
   plain->input_text("Second question", 0, plain_events);
   probed->input_text("Second question", 0, probed_events);
   EXPECT_EQ(plain_events.tokens, probed_events.tokens);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(SessionTest, ProbeThatFailsHalfwayLeavesTheSessionAsBefore) {
+  // Two sessions see the same turn; on one, a backend failure ends probes halfway: a generative
+  // probe at its fourth forward pass, a 2048-token one (past the scratch slots, in ring slots) at
+  // its third chunk. Its snapshot (turn state, sampler generator, last logits, ring state, KV
+  // and positions of every live slot) must then be the other's byte for byte, and the next
+  // turn (at a temperature above 0, drawing from the generator) the same.
+  testing::FaultyBackend* faulty = nullptr;
+  auto plain = make_session(10, /*temperature=*/1.5f, /*seed=*/7);
+  auto probed = make_faulty_session(faulty, 10, /*temperature=*/1.5f, /*seed=*/7);
+  Recorder plain_events, probed_events, probe_events;
+  plain->input_text("First question", kInputFlagReason, plain_events);
+  probed->input_text("First question", kInputFlagReason, probed_events);
+  const auto out_of_memory = [] { throw std::bad_alloc(); };
+  faulty->fail_next_forward(out_of_memory, /*passes_first=*/3);
+  EXPECT_THROW(probed->probe("Say something", {}, 16, probe_events), std::bad_alloc);
+  faulty->fail_next_forward(out_of_memory, /*passes_first=*/2);
+  EXPECT_THROW(probed->probe(probe_prompt_of(*probed, 2048), {}, 1, probe_events), std::bad_alloc);
+  EXPECT_EQ(probed->clock(), plain->clock());
+  EXPECT_EQ(probed->active_slots(), plain->active_slots());
+  const std::string plain_path = dir_.file("plain.snap"), probed_path = dir_.file("probed.snap");
+  plain->save_snapshot(plain_path, "s");
+  probed->save_snapshot(probed_path, "s");
+  EXPECT_TRUE(file_bytes(plain_path) == file_bytes(probed_path)) << "the snapshots differ";
+  plain->input_text("Second question", 0, plain_events);
+  probed->input_text("Second question", 0, probed_events);
+  EXPECT_EQ(plain_events.tokens, probed_events.tokens);
+}
+
+double squared_norm(const std::vector<float>& v) {
+  double sum = 0.0;
+  for (float x : v) sum += static_cast<double>(x) * x;
+  return sum;
+}
+
+TEST_F(SessionTest, DecodedTokensAreCommittedEvery64AndAtTheEndOfTheBurst) {
+  // The scripted model decodes, after <channel|> (with which the rendered prompt ends), 65
+  // distinct ordinary tokens and <turn|>: those 66 tokens, and neither the prefilled prompt nor
+  // a probe's tokens, make the episodes: one of 64 when the stage fills, one of 2 when the burst
+  // ends, each with the KV of its tokens on every layer.
+  const SpecialTokens special = SpecialTokens::find(Tokenizer::from_gguf(model_->gguf()), ModelArch::Gemma4);
+  std::vector<int32_t> decoded;
+  for (int32_t id = 10000; id < 10065; ++id) decoded.push_back(id);
+  decoded.push_back(special.turn_close);
+  std::vector<int32_t> script = {special.channel_close};
+  script.insert(script.end(), decoded.begin(), decoded.end());
+  use_scripted_tokens(script);
+  auto session = make_session(100);
+  Recorder events;
+  session->input_text("Hi", 0, events);
+  const int64_t end_clock = session->clock();
+  Recorder probe_events;
+  session->probe("Say something", {}, 8, probe_events);
+  session->commit_memory();  // nothing staged since the burst committed
+  const auto& episodes = session->episodes().episodes();
+  ASSERT_EQ(episodes.size(), 2u);
+  EXPECT_EQ(episodes[0].tokens, std::vector<int32_t>(decoded.begin(), decoded.begin() + 64));
+  EXPECT_EQ(episodes[1].tokens, std::vector<int32_t>(decoded.begin() + 64, decoded.end()));
+  EXPECT_EQ(episodes[0].start_clock, end_clock - static_cast<int64_t>(decoded.size()));
+  EXPECT_EQ(episodes[1].start_clock, episodes[0].start_clock + 64);
+  for (size_t e = 0; e < episodes.size(); ++e) {
+    const Episode& episode = episodes[e];
+    EXPECT_EQ(episode.id, e + 1);
+    for (size_t i = 0; i < episode.tokens.size(); ++i) EXPECT_EQ(episode.clocks[i], episode.start_clock + int64_t(i));
+    EXPECT_EQ(episode.continuation_token, episode.tokens.back());
+    EXPECT_FALSE(episode.interrupted);
+    EXPECT_LE(episode.created_ms, episode.last_accessed_ms);
+    EXPECT_EQ(episode.centroid.size(), static_cast<size_t>(model_->config().n_embd));
+    EXPECT_NEAR(squared_norm(episode.centroid), 1.0, 1e-5);
+    ASSERT_EQ(episode.kv.slots.size(), episode.tokens.size());
+    ASSERT_EQ(episode.kv.layers.size(), static_cast<size_t>(model_->config().n_kv_layers));
+    for (size_t i = 0; i < episode.tokens.size(); ++i) EXPECT_EQ(episode.kv.positions[i], episode.clocks[i]);
+  }
+}
+
+TEST_F(SessionTest, AnAbortedBurstCommitsAnInterruptedEpisodeAndMemCommitTheRest) {
+  auto session = make_session(100);
+  Recorder events;
+  events.abort_after_first_token = &session->abort_flag();
+  session->input_text("Tell me a long story", 0, events);
+  ASSERT_EQ(session->episodes().episodes().size(), 1u);
+  EXPECT_TRUE(session->episodes().episodes().front().interrupted);
+  session->commit_memory();
+  EXPECT_EQ(session->episodes().episodes().size(), 1u);
 }
 
 TEST_F(SessionTest, SettingsReachTheNextProbeAtOnce) {

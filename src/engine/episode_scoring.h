@@ -1,0 +1,26 @@
+// Episodic memory's scoring (original-channel.md §2.8.3), over the in-memory store:
+//   score = 1.0·cos(query, centroid) + 0.5·exp(−(now − last_accessed) / 1 day)
+//         + 0.3·ln(1 + child_count + access_count) + 0.2·salience
+// with `now` and last_accessed both on monotonic_milliseconds(): the original passed its token
+// clock as `now`, so its recency term was ≈1 for every episode (and a recall overwrote
+// last_accessed with a clock value).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/episode_store.h"
+
+namespace channel {
+
+// The recency term's time constant, in milliseconds (the original's λ = 1/86,400,000).
+inline constexpr double kRecencyMs = 86'400'000.0;
+
+// `query` has unit length (then the dot product is the cosine), as long as the centroids.
+double episode_score(const Episode& episode, std::span<const float> query, int64_t now_ms);
+
+// The indices into store.episodes() of the best `k` episodes, best first (ties: the older first).
+std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> query, int64_t now_ms, size_t k);
+
+}  // namespace channel
