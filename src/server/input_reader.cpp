@@ -1,22 +1,63 @@
 #include "server/input_reader.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 #include <vector>
 
 #include "protocol/opcodes.h"
+#include "protocol/outbound.h"
 
 namespace channel::server {
 namespace {
 
 namespace p = channel::protocol;
 
+// What an item costs the queue's byte bound: its payload and a fixed share for the bookkeeping.
+size_t cost(const InboundItem& item) {
+  const auto* frame = std::get_if<p::Frame>(&item.content);
+  return sizeof(InboundItem) + (frame ? frame->payload.size() : 0);
+}
+
+uint16_t msg_id(const InboundItem& item) {
+  if (const auto* frame = std::get_if<p::Frame>(&item.content)) return frame->header.msg_id;
+  return std::get<p::FrameError>(item.content).msg_id;
+}
+
+// Queues the reader's items under the bound: back-pressure while the main loop takes items,
+// refusals while it is stuck in one long request (see input_reader.h).
+class BoundedOffer {
+ public:
+  BoundedOffer(InboundQueue& queue, FrameWriter& replies) : queue_(queue), replies_(replies) {}
+
+  void operator()(InboundItem item) {
+    const auto patience = refusing_ ? std::chrono::milliseconds(0) : queue_.bound().patience;
+    refusing_ = !queue_.push(item, patience);
+    if (refusing_) replies_.send(p::encode_frame(msg_id(item), p::ErrorMessage{refusal(item)}));
+  }
+
+ private:
+  std::string refusal(const InboundItem& item) {
+    // A frame that was not one is answered with its own reason, as the main loop would.
+    if (const auto* error = std::get_if<p::FrameError>(&item.content)) return error->reason;
+    const QueueLoad load = queue_.load();
+    return fmt::format("the engine is busy: {} requests ({} bytes) wait for the one running; request refused",
+                       load.frames, load.bytes);
+  }
+
+  InboundQueue& queue_;
+  FrameWriter& replies_;
+  bool refusing_ = false;
+};
+
 // Reads frames from `fd` until EOF, OP_SHUTDOWN, or a byte on `stop_fd` (serving ended first).
-void read_input(int fd, int stop_fd, Session& session, InboundQueue& queue) {
+void read_input(int fd, int stop_fd, std::atomic<bool>& abort_flag, InboundQueue& queue, FrameWriter& replies) {
   p::FrameReader reader;
+  BoundedOffer offer(queue, replies);
   std::vector<uint8_t> buffer(64 * 1024);
   bool shutting_down = false;
   while (!shutting_down) {
@@ -33,14 +74,16 @@ void read_input(int fd, int stop_fd, Session& session, InboundQueue& queue) {
     while (auto result = reader.pop()) {
       if (auto* frame = std::get_if<p::Frame>(&*result)) {
         if (frame->header.opcode == p::OP_ABORT) {
-          session.abort_flag() = true;  // out of band: stops the running request within a token
+          abort_flag = true;  // out of band: stops the running request within a token
           continue;
         }
+        // OP_SHUTDOWN needs no room: closing the queue below ends serving after the queued
+        // requests, as reaching OP_SHUTDOWN in the queue does.
         shutting_down = frame->header.opcode == p::OP_SHUTDOWN;
-        queue.push(InboundItem{std::move(*frame)});
         if (shutting_down) break;
+        offer(InboundItem{std::move(*frame)});
       } else {
-        queue.push(InboundItem{std::get<p::FrameError>(std::move(*result))});
+        offer(InboundItem{std::get<p::FrameError>(std::move(*result))});
       }
     }
   }
@@ -48,26 +91,43 @@ void read_input(int fd, int stop_fd, Session& session, InboundQueue& queue) {
   // order, so the main loop cannot start a queued request between the two), and exit promptly.
   // After OP_SHUTDOWN the requests queued before it still run, as in the original.
   queue.close(/*drop_pending=*/!shutting_down);
-  if (!shutting_down) session.abort_flag() = true;
+  if (!shutting_down) abort_flag = true;
 }
 
 }  // namespace
 
-void InboundQueue::push(InboundItem item) {
+bool InboundQueue::fits(size_t bytes) const {
+  if (items_.empty()) return true;
+  return items_.size() < bound_.frames && load_.bytes + bytes <= bound_.bytes;
+}
+
+bool InboundQueue::push(InboundItem& item, std::chrono::milliseconds patience) {
+  const size_t bytes = cost(item);
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    if (!room_.wait_for(lock, patience, [&] { return closed_ || fits(bytes); })) return false;
+    if (closed_) return true;
     items_.push_back(std::move(item));
+    load_.frames = items_.size();
+    load_.bytes += bytes;
+    load_.peak_frames = std::max(load_.peak_frames, load_.frames);
+    load_.peak_bytes = std::max(load_.peak_bytes, load_.bytes);
   }
   ready_.notify_one();
+  return true;
 }
 
 void InboundQueue::close(bool drop_pending) {
   {
     std::lock_guard lock(mutex_);
     closed_ = true;
-    if (drop_pending) items_.clear();
+    if (drop_pending) {
+      items_.clear();
+      load_.frames = load_.bytes = 0;
+    }
   }
   ready_.notify_one();
+  room_.notify_one();
 }
 
 void InboundQueue::fail(std::string reason) {
@@ -84,24 +144,35 @@ std::optional<std::string> InboundQueue::failure() {
 }
 
 std::optional<InboundItem> InboundQueue::pop() {
-  std::unique_lock lock(mutex_);
-  ready_.wait(lock, [this] { return closed_ || !items_.empty(); });
-  if (items_.empty()) return std::nullopt;
-  InboundItem item = std::move(items_.front());
-  items_.pop_front();
+  std::optional<InboundItem> item;
+  {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [this] { return closed_ || !items_.empty(); });
+    if (items_.empty()) return std::nullopt;
+    item = std::move(items_.front());
+    items_.pop_front();
+    load_.frames = items_.size();
+    load_.bytes -= cost(*item);
+  }
+  room_.notify_one();
   return item;
 }
 
-InputReader::InputReader(int fd, Session& session, InboundQueue& queue) {
+QueueLoad InboundQueue::load() {
+  std::lock_guard lock(mutex_);
+  return load_;
+}
+
+InputReader::InputReader(int fd, std::atomic<bool>& abort_flag, InboundQueue& queue, FrameWriter& replies) {
   if (::pipe(stop_pipe_) != 0) throw std::system_error(errno, std::generic_category(), "creating the stop pipe");
   try {
-    thread_ = std::thread([fd, stop_fd = stop_pipe_[0], &session, &queue] {
+    thread_ = std::thread([fd, stop_fd = stop_pipe_[0], &abort_flag, &queue, &replies] {
       try {
-        read_input(fd, stop_fd, session, queue);
+        read_input(fd, stop_fd, abort_flag, queue, replies);
       } catch (const std::exception& e) {
         // An exception may not leave a thread (std::terminate): the main loop reports it.
         queue.fail(e.what());
-        session.abort_flag() = true;
+        abort_flag = true;
       }
     });
   } catch (...) {

@@ -181,7 +181,7 @@ int serve(Session& session, const ServerOptions& options) {
     InboundQueue queue;
     // Ready: one unsolicited idle status with msg_id 0.
     FrameEvents(writer, 0, options).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
-    InputReader reader(options.input_fd, session, queue);
+    InputReader reader(options.input_fd, session.abort_flag(), queue, writer);
     return serve_requests(session, options, writer, queue);
   } catch (const std::exception& e) {
     // Outside a request (a thread that would not start, no memory for a reply): nothing to
