@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <map>
 #include <string_view>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -90,13 +89,17 @@ struct CombinePush {
 };
 static_assert(sizeof(CombinePush) == 32);
 
-// The attention scheme and cell geometry of llama.cpp's CPU flash attention, which the CPU
-// backend follows and attention.comp reproduces (backend/cpu/attention.h): batches of 64+ tokens
-// tiled (head sizes a multiple of 16), single tokens over 512+ padded cells split into as many
-// chunks as llama.cpp has threads (the CPU backend takes the machine's hardware threads, and so
-// does this one, so that both agree), else one row.
-// llama.cpp's thread count, which is its number of split-KV chunks.
-uint32_t split_kv_chunks() { return std::max(1u, std::thread::hardware_concurrency()); }
+// The attention scheme of llama.cpp's CPU flash attention, which the CPU backend follows and the
+// attention shaders reproduce (backend/cpu/attention.h): batches of 64+ tokens tiled (head sizes
+// a multiple of 16), single tokens over 512+ padded cells split-KV, else one row. Split-KV chunks
+// are kSplitKvChunkKeys listed keys each, one workgroup per (head, chunk): the GPU's parallelism
+// decides them, not llama.cpp's thread count (the CPU backend's chunks), because each chunk's
+// online softmax is a serial chain (~0.75 us a key on the H200). From 512 cells on the partial
+// sums are therefore grouped unlike the CPU backend's; the results stay within the thresholds
+// (VulkanBackend.LongBatchAndSplitKvDecodeMatchTheCpu). H200, ring full: 60.4 -> 90.1 tok/s
+// against chunks of the host's 16 threads (docs/benchmarks.md).
+constexpr uint32_t kSplitKvChunkKeys = 64;
+constexpr uint32_t kSplitKvMaxChunks = (kKvSlots + kSplitKvChunkKeys - 1) / kSplitKvChunkKeys;
 
 struct AttentionScheme {
   uint32_t scheme = 0;  // 0 one-row, 1 split-KV, 2 tiled
@@ -114,8 +117,10 @@ AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_vie
     a.scheme = 2;
   } else if (n_tokens == 1 && padded >= kSplitKvMinCells) {
     a.scheme = 1;
-    a.n_chunks = split_kv_chunks();
-    a.chunk_cells = static_cast<uint32_t>((padded + a.n_chunks - 1) / a.n_chunks);
+    // Chunks over the list's positions: the shader's cell c is list index c.
+    a.first_cell = 0;
+    a.chunk_cells = kSplitKvChunkKeys;
+    a.n_chunks = (n_view + kSplitKvChunkKeys - 1) / kSplitKvChunkKeys;
   }
   return a;
 }
@@ -382,7 +387,7 @@ void VulkanBackend::allocate_state() {
 
   int max_heads = 1;
   for (const LayerConfig& lc : config.layers) max_heads = std::max(max_heads, lc.n_head);
-  partials_ = device_f32(uint64_t(max_heads) * split_kv_chunks() * (2 + config.max_head_dim()));
+  partials_ = device_f32(uint64_t(max_heads) * kSplitKvMaxChunks * (2 + config.max_head_dim()));
   x_ = device_f32(n * config.n_embd);
   normed_ = device_f32(n * config.n_embd);
   q_ = device_f32(n * max_q_width);

@@ -19,8 +19,8 @@ layout(push_constant, std430) uniform AttentionParams {
   uint n_tokens;
   uint scheme;              // 0 one-row, 1 split-KV, 2 tiled
   int first_cell;           // llama.cpp's cell of the first listed key (its position on a fresh stream)
-  uint n_chunks;            // split-KV: chunks (llama.cpp's thread count)
-  uint chunk_cells;         // split-KV: cells per chunk
+  uint n_chunks;            // split-KV: chunks
+  uint chunk_cells;         // split-KV: cells (with first_cell 0: listed keys) per chunk
   uint64_t partials;        // split-KV: f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
 } p;
 

@@ -12,8 +12,9 @@
 //   scheme 0, one-row: query rounded to f16, scores as ggml_vec_dot_f16, weighted values
 //     accumulated in f16 with an online softmax over the keys in view order;
 //   scheme 1, split-KV (one token, 512+ cells): the one-row scheme on each of n_chunks chunks of
-//     llama.cpp's cells, one workgroup per (head, chunk), each writing its partial maximum, sum
-//     and accumulators; attention_combine.comp merges them as llama.cpp does.
+//     listed keys (the host passes first_cell 0, so cells are list positions), one workgroup per
+//     (head, chunk), each writing its partial maximum, sum and accumulators;
+//     attention_combine.comp merges them as llama.cpp does.
 // The work is spread without changing that arithmetic. Keys are taken in batches of kBatch:
 //   1. the workgroup loads the batch's values into shared memory, and its groups of 64
 //      invocations form the scores' 64 partial sums of ggml_vec_dot_f16 (AVX-512: 4 accumulators
