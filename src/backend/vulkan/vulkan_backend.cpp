@@ -97,7 +97,7 @@ static_assert(sizeof(CombinePush) == 32);
 // online softmax is a serial chain (~0.75 us a key on the H200). From 512 cells on the partial
 // sums are therefore grouped unlike the CPU backend's; the results stay within the thresholds
 // (VulkanBackend.LongBatchAndSplitKvDecodeMatchTheCpu). H200, ring full: 60.4 -> 90.1 tok/s
-// against chunks of the host's 16 threads (docs/benchmarks.md).
+// with 64 chunks against the host's 16 (docs/benchmarks.md; measured with 64 chunks of cells).
 constexpr uint32_t kSplitKvChunkKeys = 64;
 constexpr uint32_t kSplitKvMaxChunks = (kKvSlots + kSplitKvChunkKeys - 1) / kSplitKvChunkKeys;
 
