@@ -238,12 +238,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
 
   resize(proj_, n_tokens * n_embd);
   matmul(w.wo, attn_.data(), n_tokens, proj_.data(), pool_);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    float* p = proj_.data() + t * n_embd;
-    rms_norm(p, p, n_embd, config.norm_eps, w.post_attn_norm);
-    float* x = x_.data() + t * n_embd;
-    for (int64_t i = 0; i < n_embd; ++i) x[i] += p[i];
-  }
+  add_normed_projection(w.post_attn_norm, n_tokens);
 }
 
 void CpuBackend::ffn_block(int il, int64_t n_tokens) {
@@ -261,27 +256,27 @@ void CpuBackend::ffn_block(int il, int64_t n_tokens) {
   matmul(w.ffn_up, normed_.data(), n_tokens, up_.data(), pool_);
   geglu(gate_.data(), up_.data(), gate_.data(), n_tokens * n_ff);
   matmul(w.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    float* p = proj_.data() + t * n_embd;
-    rms_norm(p, p, n_embd, config.norm_eps, w.post_ffn_norm);
-    float* x = x_.data() + t * n_embd;
-    for (int64_t i = 0; i < n_embd; ++i) x[i] += p[i];
-  }
+  add_normed_projection(w.post_ffn_norm, n_tokens);
 }
 
 // x += RMSNorm(proj(gelu(gate(x)) * this layer's per-layer input)), as llama.cpp's gemma4 graph.
 void CpuBackend::per_layer_embedding_block(int il, int64_t n_tokens) {
   const ModelConfig& config = model_->config();
   const LayerWeights& w = model_->layers()[il];
-  const int64_t n_embd = config.n_embd;
   const int64_t width = config.n_embd_per_layer;
   resize(gate_, n_tokens * width);
   matmul(w.per_layer_gate, x_.data(), n_tokens, gate_.data(), pool_);
   geglu(gate_.data(), per_layer_inputs_.data() + int64_t{il} * n_tokens * width, gate_.data(), n_tokens * width);
   matmul(w.per_layer_proj, gate_.data(), n_tokens, proj_.data(), pool_);
+  add_normed_projection(w.per_layer_post_norm, n_tokens);
+}
+
+void CpuBackend::add_normed_projection(std::span<const float> norm, int64_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const int64_t n_embd = config.n_embd;
   for (int64_t t = 0; t < n_tokens; ++t) {
     float* p = proj_.data() + t * n_embd;
-    rms_norm(p, p, n_embd, config.norm_eps, w.per_layer_post_norm);
+    rms_norm(p, p, n_embd, config.norm_eps, norm);
     float* x = x_.data() + t * n_embd;
     for (int64_t i = 0; i < n_embd; ++i) x[i] += p[i];
   }

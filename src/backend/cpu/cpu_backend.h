@@ -47,6 +47,8 @@ class CpuBackend final : public Backend {
   void attention_block(int il, const Batch& batch, const kv::SlotRuns& view_slots);
   void ffn_block(int il, int64_t n_tokens);
   void per_layer_embedding_block(int il, int64_t n_tokens);
+  // proj_ rows RMS-normed with `norm` and added to the residual x_ (the sandwich norms).
+  void add_normed_projection(std::span<const float> norm, int64_t n_tokens);
   void scale_layer_output(int il, int64_t n_tokens);
   void output_logits(int64_t n_tokens, LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out);
 
