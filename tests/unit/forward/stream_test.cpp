@@ -49,6 +49,19 @@ void feed(StreamContext& context, int64_t total, int chunk, int n_vocab) {
   }
 }
 
+// The logits of `next` after a stream of `stream_length` tokens (fed `chunk` at a time) with
+// `anchors` anchors that never ran a probe: what a probed stream must give bit for bit.
+Logits logits_of_an_unprobed_stream(const std::shared_ptr<const Model>& model, uint32_t anchors,
+                                    int64_t stream_length, int chunk, const std::vector<int32_t>& next) {
+  cpu::CpuBackend backend(model, 2);
+  StreamContext plain(backend, model->config());
+  plain.ring().set_anchor_count(anchors);
+  feed(plain, stream_length, chunk, model->config().n_vocab);
+  Logits logits;
+  plain.append(next, LogitsWanted::All, logits);
+  return logits;
+}
+
 // Records the slots whose KV the stream writes back and whose keys it moves, so a test can tell
 // what a rollback touched.
 class RecordingBackend final : public testing::ForwardingBackend {
@@ -92,12 +105,7 @@ TEST_P(Rollback, TransientTokensLeaveNoTraceAfterTheRingWrapped) {
   const int64_t stream_length = anchors + 1000;
   const auto next = tokens_from(stream_length, 3, n_vocab);
 
-  cpu::CpuBackend plain_backend(model, 2);
-  StreamContext plain(plain_backend, model->config());
-  plain.ring().set_anchor_count(anchors);
-  feed(plain, stream_length, 97, n_vocab);
-  Logits expected;
-  plain.append(next, LogitsWanted::All, expected);
+  const Logits expected = logits_of_an_unprobed_stream(model, anchors, stream_length, 97, next);
 
   cpu::CpuBackend probed_backend(model, 2);
   StreamContext probed(probed_backend, model->config());
@@ -127,12 +135,7 @@ TEST_P(Rollback, ProbeOf2048TokensLeavesNoTraceAndTheRollbackTouchesOnlyWhatItCh
   const int64_t stream_length = anchors + kv::ring_size(anchors) + 600;
   const auto next = tokens_from(stream_length, 3, n_vocab);
 
-  cpu::CpuBackend plain_backend(model, 2);
-  StreamContext plain(plain_backend, model->config());
-  plain.ring().set_anchor_count(anchors);
-  feed(plain, stream_length, 509, n_vocab);
-  Logits expected;
-  plain.append(next, LogitsWanted::All, expected);
+  const Logits expected = logits_of_an_unprobed_stream(model, anchors, stream_length, 509, next);
 
   cpu::CpuBackend cpu(model, 2);
   RecordingBackend backend(cpu);
