@@ -19,10 +19,9 @@ TEST(VulkanDevices, ListsLavapipeWithItsFields) {
   for (const DeviceInfo& d : devices) {
     if (d.name.find("llvmpipe") != std::string::npos) lavapipe = &d;
   }
-  if (lavapipe == nullptr) {
-    if (vulkan::testing::vulkan_required()) GTEST_FAIL() << "lavapipe (mesa-vulkan-drivers) not among the devices";
-    GTEST_SKIP() << "lavapipe (mesa-vulkan-drivers) is not installed";
-  }
+  // Where lavapipe is the only driver (CI) and is missing, CHANNEL_GPU_CONTEXT has already failed
+  // for want of any device; on a machine with a GPU driver only, there is nothing to check here.
+  if (lavapipe == nullptr) GTEST_SKIP() << "lavapipe (mesa-vulkan-drivers) is not installed";
   const DeviceInfo& d = *lavapipe;
   EXPECT_EQ(d.type, DeviceType::kCpu);
   EXPECT_EQ(device_type_name(d.type), "cpu");
@@ -43,6 +42,7 @@ TEST(VulkanDevices, ListsLavapipeWithItsFields) {
   EXPECT_TRUE(d.features.storage_buffer_16bit);
   EXPECT_TRUE(d.features.shader_int64);
   EXPECT_TRUE(d.features.subgroup_arithmetic);
+  EXPECT_TRUE(d.features.subgroup_shuffle);
   EXPECT_TRUE(d.features.shader_float16);
   EXPECT_TRUE(d.features.storage_buffer_8bit);
   EXPECT_TRUE(d.features.shader_int8);
