@@ -82,10 +82,10 @@ tail -3 "$OUT/bench.log"
 if [ "${PROFILE:-0}" = 1 ]; then
   echo "== profile: prefill 16 tokens and decode 2 x 32 at depth 0, stages summed"
   CHANNEL_VULKAN_PROFILE=1 timeout 120 "$CH" bench --gpu -m /tmp/bench-model.gguf -p 16 -n 32 -r 1 --no-full-ring 2>&1 |
-    grep -A40 "vulkan profile" | head -32 | tee "$OUT/profile.txt"
+    grep -A60 "vulkan profile" | head -60 | tee "$OUT/profile.txt"
   echo "== profile: the same, then 2 x 32 tokens with the ring full (after a 4032-token prefill)"
   CHANNEL_VULKAN_PROFILE=1 timeout 180 "$CH" bench --gpu -m /tmp/bench-model.gguf -p 16 -n 32 -r 1 2>&1 |
-    grep -A40 "vulkan profile" | head -32 | tee "$OUT/profile-ring.txt"
+    grep -A60 "vulkan profile" | head -60 | tee "$OUT/profile-ring.txt"
 fi
 for lps in ${SUBMIT:-}; do
   echo "== decode with --layers-per-submit $lps"

@@ -34,10 +34,10 @@ void list_gpus() {
     if (d.min_subgroup_size != d.max_subgroup_size) fmt::print(" ({}..{})", d.min_subgroup_size, d.max_subgroup_size);
     fmt::print("\n");
     fmt::print("  features: shaderFloat16 {}, 16-bit storage {}, 8-bit storage {}, shaderInt8 {}, bufferDeviceAddress {}, "
-               "shaderInt64 {}, shaderFloat64 {}, subgroup arithmetic {}\n",
+               "shaderInt64 {}, shaderFloat64 {}, subgroup arithmetic {}, subgroup shuffle {}\n",
                yes_no(f.shader_float16), yes_no(f.storage_buffer_16bit), yes_no(f.storage_buffer_8bit),
                yes_no(f.shader_int8), yes_no(f.buffer_device_address), yes_no(f.shader_int64),
-               yes_no(f.shader_float64), yes_no(f.subgroup_arithmetic));
+               yes_no(f.shader_float64), yes_no(f.subgroup_arithmetic), yes_no(f.subgroup_shuffle));
     fmt::print("            integer dot product {} (4x8 accelerated {}), cooperative matrix {}\n",
                yes_no(f.integer_dot_product), yes_no(f.integer_dot_4x8_accelerated), yes_no(f.cooperative_matrix));
     if (d.usable()) {

@@ -160,6 +160,8 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   f.shader_float64 = features.features.shaderFloat64;
   f.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                           (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
+  f.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                       (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
   f.shader_float16 = v12 && f12.shaderFloat16;
   f.storage_buffer_8bit = v12 && f12.storageBuffer8BitAccess;
   f.shader_int8 = v12 && f12.shaderInt8;
@@ -191,6 +193,8 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   if (!f.shader_int64) info.missing.push_back("shaderInt64");
   if (!f.shader_float64) info.missing.push_back("shaderFloat64");
   if (!f.subgroup_arithmetic) info.missing.push_back("subgroup arithmetic in compute shaders");
+  if (!f.subgroup_shuffle) info.missing.push_back("subgroup shuffles in compute shaders");
+  if (info.min_subgroup_size < 4) info.missing.push_back("subgroups of at least 4 invocations");
   if (info.max_workgroup_invocations < kRequiredWorkgroupInvocations) {
     info.missing.push_back(fmt::format("{} invocations per workgroup", kRequiredWorkgroupInvocations));
   }

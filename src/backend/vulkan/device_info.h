@@ -21,6 +21,7 @@ struct DeviceFeatures {
   bool shader_int64 = false;              // 64-bit address arithmetic in shaders
   bool shader_float64 = false;            // double sums where the CPU backend sums in double (norms, attention)
   bool subgroup_arithmetic = false;       // subgroupAdd in compute shaders (reductions)
+  bool subgroup_shuffle = false;          // subgroupShuffleXor in compute shaders (norm_quantize's Q8_0 blocks)
   // Used where present.
   bool shader_float16 = false;            // f16 arithmetic (packed f16 math)
   bool storage_buffer_8bit = false;       // 8-bit loads and stores

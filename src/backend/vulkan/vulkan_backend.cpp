@@ -184,6 +184,24 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   return options;
 }
 
+// norm_quantize.comp's workgroup (one per row): at decode the only workgroup of its dispatch, so
+// a GPU gives it more invocations (fewer values each, a shorter chain of loads); a CPU driver
+// pays per invocation and keeps kNormWorkgroup. CHANNEL_VULKAN_NORM_WORKGROUP=N overrides it
+// (a multiple of 32), for tuning on a new device.
+uint32_t norm_quantize_workgroup(const DeviceInfo& info) {
+  if (const char* text = std::getenv("CHANNEL_VULKAN_NORM_WORKGROUP")) {
+    unsigned workgroup = 0;
+    if (std::sscanf(text, "%u", &workgroup) != 1 || workgroup == 0 || workgroup % 32 != 0 ||
+        workgroup > info.max_workgroup_invocations) {
+      fail("CHANNEL_VULKAN_NORM_WORKGROUP must be a multiple of 32 up to {} on this device, not '{}'",
+           info.max_workgroup_invocations, text);
+    }
+    return workgroup;
+  }
+  if (info.type == DeviceType::kCpu) return kNormWorkgroup;
+  return std::min(512u, info.max_workgroup_invocations);
+}
+
 // Gemma 4 E-models' per-layer embeddings and KV-shared layers have no kernels here yet: such a
 // model is refused before any device memory is taken.
 void refuse_unsupported_features(const ModelConfig& config) {
@@ -419,8 +437,15 @@ void VulkanBackend::allocate_state() {
 
 const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t extra) {
   const uint32_t max_head_dim = static_cast<uint32_t>(model_->config().max_head_dim());
-  if (shader == "rms_norm" || shader == "norm_quantize") {
+  if (shader == "rms_norm") {
     const uint32_t spec[] = {kNormWorkgroup, kNormWorkgroup};
+    return pipelines_->get(shader, spec);
+  }
+  if (shader == "norm_quantize") {
+    const DeviceInfo& info = device_->info();
+    const uint32_t workgroup = norm_quantize_workgroup(info);
+    const uint32_t n = static_cast<uint32_t>(model_->config().n_embd);
+    const uint32_t spec[] = {workgroup, workgroup / info.min_subgroup_size, (n + workgroup - 1) / workgroup};
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_inputs") {

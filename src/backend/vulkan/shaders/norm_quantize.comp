@@ -1,19 +1,33 @@
 #version 460
 // RMSNorm of rows straight into the Q8_0 activations of the Q4_0 / Q8_0 matrix kernels: one
 // dispatch (and one barrier) instead of rms_norm.comp + quantize_q8.comp, with their results bit
-// for bit (the same sums in the same order, the same per-block quantization):
+// for bit (the same per-value arithmetic, the same per-block quantization):
 //   residual == 0:  y = x / sqrt(mean(x^2) + eps) * weight, quantized;
 //   residual != 0:  Gemma's sandwich norm and the next norm at once:
 //                   residual = (residual + rms_norm(x) * weight) * out_scale   (written back),
 //                   y = rms_norm(residual) * next_weight, quantized.
-// weight == 0 / next_weight == 0 mean unweighted. One workgroup per row; after the norm each
-// invocation quantizes whole blocks. Specialization constants: 0 workgroup size, 1 MAX_SUBGROUPS.
+// weight == 0 / next_weight == 0 mean unweighted.
+//
+// One workgroup per row; at decode that is one workgroup on the whole device, so the kernel is a
+// chain of memory latencies and its length is what counts. Invocation t holds values t, t + WG,
+// t + 2 WG, ... (PER_INVOCATION of them) in registers: the row and its weights are read once, all
+// loads before any store (buffer references may alias, so a loop that reads x and writes the
+// residual in turn waits on every store), and the new residual is normed without being read back.
+// A Q8_0 block of 32 values then lies in 32 consecutive invocations: its maximum is an xor
+// butterfly in the subgroup (across subgroups narrower than 32 through shared memory), its
+// 4-value words two more shuffles. (The form before this one read back the residual and quantized
+// a block per invocation: 18 us a row on the H200.) Subgroups are taken to be consecutive
+// invocations of at least 4 (device_info.cpp requires it).
+// Specialization constants: 0 workgroup size (a multiple of 32), 1 MAX_SUBGROUPS (workgroup size
+// / smallest subgroup size), 2 PER_INVOCATION (>= n / workgroup size).
 #extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
 #include "quantize_block.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint MAX_SUBGROUPS = 32;
+layout(constant_id = 2) const uint PER_INVOCATION = 16;
 #include "reduce.glsl"
 
 layout(push_constant, std430) uniform NormQuantizeParams {
@@ -29,44 +43,97 @@ layout(push_constant, std430) uniform NormQuantizeParams {
   uint n_rows;
 } p;
 
-float weighted(float value, float scale, uint64_t weight, uint i) {
-  return weight != 0ul ? value * scale * F32Ptr(weight).v[i] : value * scale;
+// Maxima of narrow subgroups, combined into block maxima.
+shared float subgroup_max[PER_INVOCATION * MAX_SUBGROUPS];
+
+uint value_index(uint k) { return k * gl_WorkGroupSize.x + gl_LocalInvocationID.x; }
+
+void load_row(uint64_t address, out float values[PER_INVOCATION]) {
+  F32Ptr row = F32Ptr(address);
+  for (uint k = 0; k < PER_INVOCATION; ++k) values[k] = value_index(k) < p.n ? row.v[value_index(k)] : 0.0;
 }
 
-float row_scale(F32Ptr row) {
+// A weight vector's values, or ones (x * 1.0 is exact: the same as the unweighted product).
+void load_weights(uint64_t weight, out float values[PER_INVOCATION]) {
+  if (weight != 0ul) {
+    load_row(weight, values);
+  } else {
+    for (uint k = 0; k < PER_INVOCATION; ++k) values[k] = 1.0;
+  }
+}
+
+float row_scale(const float values[PER_INVOCATION]) {
   double squares = 0.0;
-  for (uint i = gl_LocalInvocationID.x; i < p.n; i += gl_WorkGroupSize.x) {
-    precise float square = row.v[i] * row.v[i];
+  for (uint k = 0; k < PER_INVOCATION; ++k) {
+    precise float square = values[k] * values[k];
     squares += double(square);
   }
   return rms_scale(workgroup_sum_f64(squares), p.n, p.eps);
 }
 
+// The maximum of `value` over the 32 consecutive invocations of its Q8_0 block.
+void block_maxima(inout float values[PER_INVOCATION]) {
+  for (uint k = 0; k < PER_INVOCATION; ++k) {
+    for (uint lane = 1; lane < 32u && lane < gl_SubgroupSize; lane <<= 1) {
+      values[k] = max(values[k], subgroupShuffleXor(values[k], lane));
+    }
+  }
+  if (gl_SubgroupSize >= 32u) return;  // uniform: the same for every subgroup of the dispatch
+  if (subgroupElect()) {
+    for (uint k = 0; k < PER_INVOCATION; ++k) subgroup_max[k * MAX_SUBGROUPS + gl_SubgroupID] = values[k];
+  }
+  barrier();
+  const uint first = (gl_LocalInvocationID.x & ~31u) / gl_SubgroupSize;
+  for (uint k = 0; k < PER_INVOCATION; ++k) {
+    float m = 0.0;
+    for (uint s = 0; s < 32u / gl_SubgroupSize; ++s) m = max(m, subgroup_max[k * MAX_SUBGROUPS + first + s]);
+    values[k] = m;
+  }
+}
+
+void quantize_row(uint r, const float values[PER_INVOCATION]) {
+  float maxima[PER_INVOCATION];
+  for (uint k = 0; k < PER_INVOCATION; ++k) maxima[k] = abs(values[k]);
+  block_maxima(maxima);
+  const uint lane = gl_SubgroupInvocationID & 3u;
+  for (uint k = 0; k < PER_INVOCATION; ++k) {
+    float scale, inverse_scale;
+    q8_scales(maxima[k], scale, inverse_scale);
+    uint word = q8_byte(values[k], inverse_scale) << (8u * lane);
+    word |= subgroupShuffleXor(word, 1u);
+    word |= subgroupShuffleXor(word, 2u);
+    const uint i = value_index(k);
+    if (i >= p.n) continue;
+    const uint64_t value = uint64_t(r) * p.n + i;
+    if (lane == 0u) U32Ptr(p.q).v[uint(value / 4u)] = word;
+    if ((i & 31u) == 0u) F32Ptr(p.d).v[uint(value / 32u)] = scale;
+  }
+}
+
 void main() {
   const uint r = flat_workgroup_index();
   if (r >= p.n_rows) return;  // the whole workgroup, before any barrier
-  F32Ptr x = F32Ptr(p.x + uint64_t(r) * p.n * 4u);
-  float scale = row_scale(x);
-  F32Ptr source = x;
-  uint64_t weight = p.weight;
+  const uint64_t row = uint64_t(r) * p.n * 4u;
+  float values[PER_INVOCATION], weights[PER_INVOCATION];
+  load_row(p.x + row, values);
+  load_weights(p.weight, weights);
   if (p.residual != 0ul) {
-    F32Ptr res = F32Ptr(p.residual + uint64_t(r) * p.n * 4u);
-    for (uint i = gl_LocalInvocationID.x; i < p.n; i += gl_WorkGroupSize.x) {
-      precise float y = weighted(x.v[i], scale, p.weight, i);  // not fused into the add
-      precise float sum = res.v[i] + y;
-      res.v[i] = sum * p.out_scale;
+    float residual[PER_INVOCATION], next_weights[PER_INVOCATION];
+    load_row(p.residual + row, residual);
+    load_weights(p.next_weight, next_weights);
+    const float scale = row_scale(values);
+    for (uint k = 0; k < PER_INVOCATION; ++k) {
+      precise float y = values[k] * scale * weights[k];  // not fused into the add
+      precise float sum = residual[k] + y;
+      values[k] = sum * p.out_scale;
+      weights[k] = next_weights[k];
     }
-    memoryBarrierBuffer();  // the new residual row, for the workgroup's other invocations
-    barrier();
-    scale = row_scale(res);
-    source = res;
-    weight = p.next_weight;
+    F32Ptr res = F32Ptr(p.residual + row);
+    for (uint k = 0; k < PER_INVOCATION; ++k) {
+      if (value_index(k) < p.n) res.v[value_index(k)] = values[k];
+    }
   }
-  const uint blocks = p.n / 32u;
-  for (uint b = gl_LocalInvocationID.x; b < blocks; b += gl_WorkGroupSize.x) {
-    float values[32];
-    for (uint i = 0; i < 32; ++i) values[i] = weighted(source.v[32u * b + i], scale, weight, 32u * b + i);
-    const uint block = r * blocks + b;
-    quantize_block_q8(values, p.q + uint64_t(block) * 32u, p.d + uint64_t(block) * 4u);
-  }
+  const float scale = row_scale(values);
+  for (uint k = 0; k < PER_INVOCATION; ++k) values[k] = values[k] * scale * weights[k];
+  quantize_row(r, values);
 }
