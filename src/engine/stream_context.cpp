@@ -50,6 +50,38 @@ void StreamContext::restore(const kv::RingState& ring, const KvBlob& kv) {
   ring_.restore(ring);    // accepted above
 }
 
+KvBlob kv_moved_to(const KvBlob& kv, std::span<const uint32_t> slots, std::span<const int32_t> positions) {
+  if (slots.size() != kv.slots.size() || positions.size() != kv.slots.size() || kv.positions.size() != kv.slots.size() ||
+      kv.moved_by.size() != kv.slots.size()) {
+    fail("cannot place the KV of {} slots in {} slots at {} positions", kv.slots.size(), slots.size(),
+         positions.size());
+  }
+  KvBlob moved = kv;
+  moved.slots.assign(slots.begin(), slots.end());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    moved.moved_by[i] += int64_t{positions[i]} - kv.positions[i];
+    moved.positions[i] = positions[i];
+  }
+  return moved;
+}
+
+void StreamContext::write_recall(const KvBlob& recalled) {
+  if (recalled.slots.size() > kv::kRecallSlots) {
+    fail("{} recalled tokens exceed the {} recall slots", recalled.slots.size(), kv::kRecallSlots);
+  }
+  const kv::RingState before = ring_.state();
+  kv::Placement placement = ring_.write_recall(static_cast<uint32_t>(recalled.slots.size()));
+  try {
+    // The positions are the ring's before any rebase it asked for; the rotations then move the
+    // recall keys on with the anchors, as for every other key.
+    backend_.write_kv(kv_moved_to(recalled, placement.slots, placement.positions));
+  } catch (...) {
+    ring_.restore(before);  // the backend checked the KV before it wrote anything
+    throw;
+  }
+  apply(placement.rotations);
+}
+
 void StreamContext::undo_chunk(const kv::RingState& ring_before, const std::vector<kv::Rotation>& rotations,
                                const KvBlob& overwritten) {
   ring_.restore(ring_before);

@@ -50,6 +50,13 @@ class StreamContext {
   void capture(kv::RingState& ring, KvBlob& kv) const;
   void restore(const kv::RingState& ring, const KvBlob& kv);
 
+  // Memory recall (Tier 3): `recalled`, the KV of whole episodes as read where they were
+  // decoded, goes into the recall slots in its order, at the positions just before the live ring
+  // that the ring gives them (kv_moved_to). It replaces the recall before; global layers read
+  // the recall slots, sliding layers do not (the ring's views). Throws channel::Error, with the
+  // stream unchanged, when the KV does not fit the model or holds more than kRecallSlots tokens.
+  void write_recall(const KvBlob& recalled);
+
   kv::KvRing& ring() { return ring_; }
   const kv::KvRing& ring() const { return ring_; }
   int64_t clock() const { return ring_.clock(); }
@@ -66,6 +73,12 @@ class StreamContext {
   kv::KvRing ring_;
   std::vector<KvBlob> displaced_kv_;  // of the live slots the pending transient tokens overwrote
 };
+
+// The same keys and values placed in `slots` at `positions`: each key moves by the difference of
+// its positions, counted in KvBlob::moved_by, so the backend derives it from the key as first
+// written (one exact Givens rotation, never a rotation of a rotated key). RoPE attention depends
+// on relative positions only, so tokens moved with their context's spacing act as if run there.
+KvBlob kv_moved_to(const KvBlob& kv, std::span<const uint32_t> slots, std::span<const int32_t> positions);
 
 // Transient tokens as a scope: begun when it is made, rolled back exactly when it ends, whether
 // normally (end(), which reports a failing rollback) or by an exception (the destructor, which
