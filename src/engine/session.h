@@ -48,6 +48,17 @@ struct SnapshotReport {
   std::string stream_id;
 };
 
+// What OP_MEM_QUERY reports (session_memory.cpp).
+struct MemoryRecall {
+  std::vector<uint64_t> ids;        // the best episodes, best first
+  std::vector<int64_t> created_ms;  // theirs, on monotonic_milliseconds()
+  uint32_t injected_tokens = 0;     // tokens now in the recall slots
+};
+
+// The episodes of `ranked` (best first) that go into the recall slots: whole episodes only, as
+// many as fit in kRecallSlots, a smaller one further down taking room a larger one left.
+std::vector<size_t> whole_episodes_for_recall(const EpisodeStore& store, std::span<const size_t> ranked);
+
 struct Snapshot;
 
 class Session {
@@ -83,11 +94,17 @@ class Session {
   // are staged). Decode bursts commit by themselves when they end and every 64 tokens.
   void commit_memory() { commit_episode(/*interrupted=*/false); }
   const EpisodeStore& episodes() const { return episodes_; }
+  // OP_MEM_QUERY: scores the episodes against `query_text` (the normalised sum of its tokens'
+  // input embeddings) and writes the KV of the best `top_k`, whole, into the recall slots (the
+  // best nearest the live ring), replacing the recall before; global layers read them from the
+  // next token on. Nothing changes when there is no episode or the query has no tokens.
+  MemoryRecall recall_memory(std::string_view query_text, size_t top_k);
 
   // OP_ABORT: checked between prefill chunks and before every generated token.
   std::atomic<bool>& abort_flag() { return abort_; }
 
   SessionConfig& config() { return config_; }
+  const StreamContext& stream() const { return context_; }
   int64_t clock() const { return context_.clock(); }
   uint16_t active_slots() const;
   const Model& model() const { return *model_; }
@@ -124,6 +141,7 @@ class Session {
   // Feeds a token the model decoded, staging it for episodic memory.
   void feed_decoded(int32_t token);
   void commit_episode(bool interrupted);
+  std::vector<float> query_vector(std::span<const int32_t> tokens) const;
   // Ids no token of the current turn state may be: never-sampled ones, <|channel> when thinking
   // is suppressed. sample_next adds the one-token masks of the decode loop.
   std::vector<int32_t> turn_mask() const;

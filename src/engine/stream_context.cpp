@@ -65,6 +65,20 @@ KvBlob kv_moved_to(const KvBlob& kv, std::span<const uint32_t> slots, std::span<
   return moved;
 }
 
+void append_kv(KvBlob& kv, const KvBlob& more) {
+  if (kv.slots.empty() && kv.layers.empty()) kv.layers.resize(more.layers.size());
+  if (kv.layers.size() != more.layers.size()) fail("cannot join KV of {} and {} layers", kv.layers.size(), more.layers.size());
+  kv.slots.insert(kv.slots.end(), more.slots.begin(), more.slots.end());
+  kv.positions.insert(kv.positions.end(), more.positions.begin(), more.positions.end());
+  kv.moved_by.insert(kv.moved_by.end(), more.moved_by.begin(), more.moved_by.end());
+  for (size_t l = 0; l < kv.layers.size(); ++l) {
+    auto& to = kv.layers[l];
+    const auto& from = more.layers[l];
+    to.k_as_written.insert(to.k_as_written.end(), from.k_as_written.begin(), from.k_as_written.end());
+    to.v.insert(to.v.end(), from.v.begin(), from.v.end());
+  }
+}
+
 void StreamContext::write_recall(const KvBlob& recalled) {
   if (recalled.slots.size() > kv::kRecallSlots) {
     fail("{} recalled tokens exceed the {} recall slots", recalled.slots.size(), kv::kRecallSlots);

@@ -80,6 +80,9 @@ class StreamContext {
 // on relative positions only, so tokens moved with their context's spacing act as if run there.
 KvBlob kv_moved_to(const KvBlob& kv, std::span<const uint32_t> slots, std::span<const int32_t> positions);
 
+// Appends `more`'s slots, in order, to `kv` (an empty `kv` takes its layer count).
+void append_kv(KvBlob& kv, const KvBlob& more);
+
 // Transient tokens as a scope: begun when it is made, rolled back exactly when it ends, whether
 // normally (end(), which reports a failing rollback) or by an exception (the destructor, which
 // keeps the exception already on its way: a second one could only replace it or terminate).

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <variant>
 
+#include "core/elapsed.h"
 #include "core/error.h"
 #include "protocol/inbound.h"
 #include "protocol/outbound.h"
@@ -112,8 +113,11 @@ bool dispatch(Session& session, const p::InboundMessage& message, const ServerOp
           const ProbeResult r = session.probe(m.prompt, m.candidates, m.max_decode_tokens, events);
           events.send(p::AutonomicResult{r.index, r.confidence, r.entropy, r.cost_ms, r.text});
         } else if constexpr (std::is_same_v<T, p::MemQuery>) {
-          // Episodic memory is not built yet: "no result", as the original answers without memory.
-          events.send(p::MemResponse{p::MEM_STATUS_NO_MATCH, 0, 0, {}});
+          const MemoryRecall recall = session.recall_memory(m.query, m.top_k);
+          p::MemResponse response{recall.created_ms.empty() ? p::MEM_STATUS_NO_MATCH : p::MEM_STATUS_OK, 0,
+                                  recall.injected_tokens, {}};
+          for (int64_t ms : recall.created_ms) response.timestamps.push_back(epoch_milliseconds_of(ms));
+          events.send(response);
         } else if constexpr (std::is_same_v<T, p::SnapshotSave>) {
           events.send(snapshot_status(session.save_snapshot(options.snapshot_paths.for_save(m.path), m.stream_id)));
         } else if constexpr (std::is_same_v<T, p::SnapshotLoad>) {

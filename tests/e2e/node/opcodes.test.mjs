@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 
 import {
   MEM_STATUS_NO_MATCH,
+  MEM_STATUS_OK,
   SNAPSHOT_STATUS_EXISTS,
   SNAPSHOT_STATUS_LOADED,
   SNAPSHOT_STATUS_SAVED,
@@ -116,6 +117,18 @@ describe('inbound opcodes', SUITE, () => {
     const msgId = client.sendMemQuery('anything', 5);
     const { data } = await replyTo(client, msgId, ['memResponse', 'error']);
     assert.deepEqual(data, { msgId, count: 0, status: MEM_STATUS_NO_MATCH, cursor: 0, totalTokens: 0, timestamps: [] });
+  });
+
+  test('MEM_QUERY after a turn: the episode is recalled (status 0, a timestamp, injected tokens)', async () => {
+    const client = await start();
+    const before = Date.now();
+    const turn = await turnOf(client, client.sendInput(USER_TEXT));
+    const msgId = client.sendMemQuery('hello', 3);
+    const { data } = await replyTo(client, msgId, ['memResponse', 'error']);
+    assert.equal(data.status, MEM_STATUS_OK);
+    assert.ok(data.count >= 1 && data.count === data.timestamps.length, JSON.stringify(data));
+    assert.ok(data.totalTokens >= 1 && data.totalTokens <= Math.min(128, turn.complete.totalTok + 1), JSON.stringify(data));
+    for (const ms of data.timestamps) assert.ok(ms >= before - 1000 && ms <= Date.now() + 1000, `${ms} vs ${before}`);
   });
 
   test('SET_CONFIG: maxTokens 3 ends the next turn with MAX_TOKENS after 3 content tokens', async () => {

@@ -7,12 +7,14 @@ OP_SNAPSHOT_SAVE / OP_SNAPSHOT_LOAD (test_snapshot), OP_SHUTDOWN (test_lifecycle
 
 import math
 import struct
+import time
 import unittest
 
 import e2e_support as support
 from channel_client import AutonomicResult, Error, MemResponse, Pong, Status, Thought, TurnComplete, framing
 from channel_client.protocol import (
     MEM_STATUS_NO_MATCH,
+    MEM_STATUS_OK,
     OP_MEM_QUERY,
     OP_SET_CONFIG,
     STATUS_ENCODING,
@@ -97,6 +99,26 @@ class MemoryTest(EngineTestCase):
         self.assertIsInstance(reply, MemResponse)
         self.assertEqual((reply.msg_id, reply.count, reply.status, reply.timestamps),
                          (msg_id, 0, MEM_STATUS_NO_MATCH, ()))
+
+    def test_mem_query_after_a_turn_recalls_its_episode(self):
+        # The burst's decoded tokens are committed when it ends; MEM_QUERY then recalls them
+        # whole into the recall slots: status OK, a timestamp per result (ms since the epoch, of
+        # the episode's first token), the injected tokens in total_tokens.
+        before_ms = time.time() * 1000
+        turn = self.collect(self.client.send_input("Hello there"))
+        decoded = len(support.tokens(turn))
+        self.wait_idle(turn.msg_id)
+        msg_id = self.client.mem_query("hello", top_k=3)
+        reply = self.reply(msg_id, (MemResponse,))
+        self.assertEqual((reply.msg_id, reply.status, reply.count), (msg_id, MEM_STATUS_OK, len(reply.timestamps)))
+        self.assertGreaterEqual(reply.count, 1)
+        self.assertTrue(1 <= reply.total_tokens <= min(decoded, 128), (reply.total_tokens, decoded))
+        for ms in reply.timestamps:
+            self.assertTrue(before_ms - 1000 <= ms <= time.time() * 1000 + 1000, (ms, before_ms))
+        # The reference client's layout reads the same store.
+        client_layout = struct.pack("<BB22x", 0, 3) + b"hello"
+        self.client._write(framing.encode_frame(OP_MEM_QUERY, support.RAW_MSG_ID, client_layout))
+        self.assertEqual(self.reply(support.RAW_MSG_ID, (MemResponse,)).status, MEM_STATUS_OK)
 
     def test_mem_query_answers_no_memory(self):
         msg_id = self.client.mem_query("what did we say", top_k=3)

@@ -314,6 +314,66 @@ TEST_F(SessionTest, DecodedTokensAreCommittedEvery64AndAtTheEndOfTheBurst) {
   }
 }
 
+TEST(RecallSelection, WholeEpisodesBestFirstWhileTheyFit) {
+  EpisodeStore store;
+  for (size_t n : {64u, 64u, 2u, 100u}) {
+    Episode e;
+    e.tokens.assign(n, 7);
+    store.add(std::move(e));
+  }
+  const std::vector<size_t> ranked = {3, 0, 2, 1};  // 100 fits, 64 not, 2 does, 64 not
+  EXPECT_EQ(whole_episodes_for_recall(store, ranked), (std::vector<size_t>{3, 2}));
+  const std::vector<size_t> two_halves = {0, 1, 2};
+  EXPECT_EQ(whole_episodes_for_recall(store, two_halves), (std::vector<size_t>{0, 1}));
+}
+
+TEST_F(SessionTest, MemQueryWritesTheBestEpisodesWholeIntoTheRecallSlots) {
+  // The scripted turn of the commit test: two episodes (64 and 2 tokens), 66 tokens in all.
+  const SpecialTokens special = SpecialTokens::find(Tokenizer::from_gguf(model_->gguf()), ModelArch::Gemma4);
+  std::vector<int32_t> script = {special.channel_close};
+  for (int32_t id = 10000; id < 10065; ++id) script.push_back(id);
+  script.push_back(special.turn_close);
+  use_scripted_tokens(script);
+  auto session = make_session(100);
+  EXPECT_TRUE(session->recall_memory("anything", 4).ids.empty());  // no episode yet
+  Recorder events;
+  session->input_text("Hi", 0, events);
+  ASSERT_EQ(session->episodes().episodes().size(), 2u);
+  EXPECT_TRUE(session->recall_memory("", 4).ids.empty());  // a query without tokens
+  EXPECT_EQ(session->stream().ring().global_view().size(), static_cast<size_t>(session->clock()));
+
+  const MemoryRecall recall = session->recall_memory("a story about the sea", 4);
+  ASSERT_EQ(recall.ids.size(), 2u);
+  EXPECT_EQ(recall.injected_tokens, 66u);
+  // In the recall slots: the second best first, the best nearest the live ring, each episode's
+  // KV as committed, at consecutive positions just before the ring.
+  const Episode& best = session->episodes().episodes()[recall.ids[0] - 1];
+  const Episode& second = session->episodes().episodes()[recall.ids[1] - 1];
+  KvBlob recalled;
+  std::vector<uint32_t> slots(66);
+  for (uint32_t i = 0; i < 66; ++i) slots[i] = kv::kRecallBase + i;
+  session->stream().backend().read_kv(slots, recalled);
+  KvBlob expected;
+  append_kv(expected, second.kv);
+  append_kv(expected, best.kv);
+  for (size_t l = 0; l < expected.layers.size(); ++l) EXPECT_EQ(recalled.layers[l], expected.layers[l]) << l;
+  const kv::KvRing& ring = session->stream().ring();
+  for (uint32_t i = 0; i < 66; ++i) {
+    EXPECT_EQ(recalled.positions[i], ring.slot_position(kv::kRecallBase + i));
+    EXPECT_EQ(recalled.moved_by[i], int64_t{recalled.positions[i]} - expected.positions[i]);
+    if (i > 0) EXPECT_EQ(recalled.positions[i], recalled.positions[i - 1] + 1);
+  }
+  EXPECT_EQ(ring.global_view().size(), static_cast<size_t>(session->clock()) + 66);
+  for (const Episode& e : session->episodes().episodes()) EXPECT_EQ(e.access_count, 1u);
+
+  // The next turn reads them; a query that recalls one episode replaces the two.
+  Recorder more;
+  session->input_text("And then?", 0, more);
+  const MemoryRecall one = session->recall_memory("sea", 1);
+  ASSERT_EQ(one.ids.size(), 1u);
+  EXPECT_EQ(one.injected_tokens, session->episodes().episodes()[one.ids[0] - 1].token_count());
+}
+
 TEST_F(SessionTest, AnAbortedBurstCommitsAnInterruptedEpisodeAndMemCommitTheRest) {
   auto session = make_session(100);
   Recorder events;

@@ -1,0 +1,67 @@
+// Episodic memory's recall (issue 10; original-channel.md §2.8.3-2.8.4): the query vector, the
+// choice of whole episodes for the 128 recall slots, and their KV written there.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/episode_scoring.h"
+#include "engine/session.h"
+#include "core/elapsed.h"
+#include "model/quantize.h"
+
+namespace channel {
+
+std::vector<float> Session::query_vector(std::span<const int32_t> tokens) const {
+  // The normalised sum of the tokens' input-embedding rows, unscaled (as the original; the
+  // scale would cancel in the normalisation anyway).
+  const WeightMatrix& embedding = model_->token_embedding();
+  std::vector<float> sum(static_cast<size_t>(embedding.cols), 0.0f), row(sum.size());
+  for (int32_t token : tokens) {
+    dequantize(embedding.type, embedding.data + static_cast<size_t>(token) * embedding.row_bytes, embedding.cols,
+               row.data());
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += row[i];
+  }
+  double squares = 0.0;
+  for (float v : sum) squares += double{v} * v;
+  if (squares == 0.0) return {};
+  const float inverse_norm = static_cast<float>(1.0 / std::sqrt(squares));
+  for (float& v : sum) v *= inverse_norm;
+  return sum;
+}
+
+std::vector<size_t> whole_episodes_for_recall(const EpisodeStore& store, std::span<const size_t> ranked) {
+  std::vector<size_t> chosen;
+  uint32_t room = kv::kRecallSlots;
+  for (size_t index : ranked) {
+    const uint32_t n = store.episodes()[index].token_count();
+    if (n == 0 || n > room) continue;  // whole episodes only: a smaller one further down may fit
+    chosen.push_back(index);
+    room -= n;
+  }
+  return chosen;
+}
+
+MemoryRecall Session::recall_memory(std::string_view query_text, size_t top_k) {
+  MemoryRecall recall;
+  if (episodes_.episodes().empty() || top_k == 0) return recall;
+  const std::vector<float> query = query_vector(encode(query_text, /*bos_at_start=*/false));
+  if (query.empty()) return recall;
+  const int64_t now = monotonic_milliseconds();
+  const std::vector<size_t> ranked = best_episodes(episodes_, query, now, top_k);
+  const std::vector<size_t> chosen = whole_episodes_for_recall(episodes_, ranked);
+
+  // The best episode nearest the live ring (the original placed rank r at clock - (r + 1)); each
+  // episode's tokens stay consecutive, so its own relative positions are kept.
+  KvBlob recalled;
+  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) append_kv(recalled, episodes_.episodes()[*it].kv);
+  context_.write_recall(recalled);
+  episodes_.mark_recalled(chosen, now);
+
+  for (size_t index : ranked) {
+    recall.ids.push_back(episodes_.episodes()[index].id);
+    recall.created_ms.push_back(episodes_.episodes()[index].created_ms);
+  }
+  recall.injected_tokens = static_cast<uint32_t>(recalled.slots.size());
+  return recall;
+}
+
+}  // namespace channel
