@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build-fuzz, writes their seed corpora, then runs each
 # tests/fuzz/fuzz_*.cpp target for FUZZ_SECONDS seconds (default 60). Exits non-zero if any target
-# crashes; crashing inputs are kept under build-fuzz/artifacts/<target>/.
+# crashes; crashing inputs are kept under build-fuzz/artifacts/<target>/, logs under build-fuzz/logs/.
+# FUZZ_JOBS targets run at a time (default: the number of cores).
 #   FUZZ_SECONDS=600 scripts/run-fuzzers.sh          # longer runs
 #   scripts/run-fuzzers.sh fuzz_gguf                 # only the named targets
 set -euo pipefail
@@ -27,20 +28,40 @@ for target in "${targets[@]}"; do
 done
 ninja -C "$build" -j "${FUZZ_BUILD_JOBS:-2}" "${build_targets[@]}"
 
-failed=()
-for target in "${targets[@]}"; do
-  name=${target#fuzz_}
-  corpus=$build/corpus/$name
-  artifacts=$build/artifacts/$target
+# FUZZ_JOBS targets at a time (default: one per core); each one's output goes to its log, which
+# is printed when it finds a crash.
+jobs=${FUZZ_JOBS:-$(nproc)}
+logs=$build/logs
+mkdir -p "$logs"
+run_target() {
+  local target=$1 name=${1#fuzz_}
+  local corpus=$build/corpus/$name artifacts=$build/artifacts/$1
   mkdir -p "$corpus" "$artifacts"
   if [ -x "$build/tests/fuzz/make_${name}_corpus" ]; then "$build/tests/fuzz/make_${name}_corpus" "$corpus"; fi
-  options=(-max_total_time="$seconds" -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts/")
+  local options=(-max_total_time="$seconds" -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts/")
   [ -f "$root/tests/fuzz/$target.dict" ] && options+=(-dict="$root/tests/fuzz/$target.dict")
-  echo "== $target: ${seconds}s, corpus $corpus" >&2
-  if ! "$build/tests/fuzz/$target" "${options[@]}" "$corpus"; then
+  "$build/tests/fuzz/$target" "${options[@]}" "$corpus" > "$logs/$target.log" 2>&1
+}
+declare -A pids=()
+failed=()
+collect() {  # waits for one running target and records its outcome
+  local done_pid
+  wait -n -p done_pid "${!pids[@]}" && status=0 || status=$?
+  local target=${pids[$done_pid]}
+  unset "pids[$done_pid]"
+  if [ "$status" -ne 0 ]; then
     failed+=("$target")
+    tail -40 "$logs/$target.log" >&2
+  else
+    echo "== $target: ${seconds}s, $(grep -m1 -o 'stat::number_of_executed_units: [0-9]*' "$logs/$target.log" | awk '{print $2}') runs" >&2
   fi
+}
+for target in "${targets[@]}"; do
+  while [ ${#pids[@]} -ge "$jobs" ]; do collect; done
+  run_target "$target" &
+  pids[$!]=$target
 done
+while [ ${#pids[@]} -gt 0 ]; do collect; done
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzzers that found crashes: ${failed[*]} (inputs in $build/artifacts/)" >&2

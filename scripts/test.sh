@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian 12 machine and runs all tests:
-#   Debian packages -> llama.cpp peer (npm) -> build -> unit + parity tests (CTest) -> fuzzers.
+#   Debian packages -> llama.cpp peer (npm) -> build -> unit + parity tests (CTest) -> unit tests
+#   under ASan+UBSan -> server and thread-pool tests under TSan -> fuzzers (FUZZ_JOBS at a time).
 # Environment: BUILD_DIR (default build), FUZZ_SECONDS (default 60, 0 skips fuzzing),
 # CHANNEL_PEER_DIR (default ~/.cache/channel-peer), JOBS (default: all cores).
 set -euo pipefail
@@ -29,6 +30,14 @@ cmake -S . -B "$BUILD_DIR-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FL
 ninja -C "$BUILD_DIR-asan" -j "$JOBS"
 # The 50,000-token stream is too slow unoptimized; the Release run above covers it.
 ctest --test-dir "$BUILD_DIR-asan" --output-on-failure -j "$JOBS" -L unit -E 'Stream\.'
+step "server and thread-pool tests under ThreadSanitizer ($BUILD_DIR-tsan)"
+cmake -S . -B "$BUILD_DIR-tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+  -DCHANNEL_SANITIZE_THREAD=ON -DCHANNEL_BUILD_BENCH=OFF -DCHANNEL_PEER_DIR="$CHANNEL_PEER_DIR" >/dev/null
+ninja -C "$BUILD_DIR-tsan" -j "$JOBS" channel_server_tests channel_core_tests
+# halt_on_error: a data race fails the step even where the test itself would pass.
+for t in channel_server_tests channel_core_tests; do
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$BUILD_DIR-tsan/tests/$t"
+done
 if [ "${FUZZ_SECONDS:-60}" != 0 ]; then
   step "fuzzers (${FUZZ_SECONDS:-60} s each)"
   FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/run-fuzzers.sh
