@@ -6,7 +6,7 @@
 
 namespace channel::server {
 
-FrameWriter::FrameWriter(int fd) : fd_(fd), thread_([this] { loop(); }) {}
+FrameWriter::FrameWriter(int fd, size_t capacity) : fd_(fd), capacity_(capacity), thread_([this] { loop(); }) {}
 
 FrameWriter::~FrameWriter() {
   {
@@ -17,10 +17,13 @@ FrameWriter::~FrameWriter() {
   thread_.join();
 }
 
-void FrameWriter::send(std::vector<uint8_t> frame) {
+void FrameWriter::send(std::vector<uint8_t> frame, OutboundPriority priority) {
+  const size_t limit = priority == OutboundPriority::Reader ? 4 * capacity_ : capacity_;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return failed_ || queue_.empty() || queued_bytes_ + frame.size() <= limit; });
     if (failed_) return;
+    queued_bytes_ += frame.size();
     queue_.push_back(std::move(frame));
   }
   ready_.notify_one();
@@ -41,6 +44,7 @@ void FrameWriter::loop() {
       frame = std::move(queue_.front());
       queue_.pop_front();
     }
+    // The frame leaves the count once written: what waits in the pipe is bounded by the pipe.
     size_t written = 0;
     while (written < frame.size()) {
       const ssize_t n = ::write(fd_, frame.data() + written, frame.size() - written);
@@ -49,10 +53,16 @@ void FrameWriter::loop() {
         std::lock_guard lock(mutex_);
         failed_ = true;
         queue_.clear();
+        queued_bytes_ = 0;
         break;
       }
       written += static_cast<size_t>(n);
     }
+    {
+      std::lock_guard lock(mutex_);
+      if (!failed_) queued_bytes_ -= frame.size();
+    }
+    room_.notify_all();
   }
 }
 

@@ -37,7 +37,9 @@ class BoundedOffer {
   void operator()(InboundItem item) {
     const auto patience = refusing_ ? std::chrono::milliseconds(0) : queue_.bound().patience;
     refusing_ = !queue_.push(item, patience);
-    if (refusing_) replies_.send(p::encode_frame(msg_id(item), p::ErrorMessage{refusal(item)}));
+    if (refusing_) {
+      replies_.send(p::encode_frame(msg_id(item), p::ErrorMessage{refusal(item)}), OutboundPriority::Reader);
+    }
   }
 
  private:
