@@ -4,7 +4,9 @@
 # a change is judged against its parent in the same call (the machine's state moves between
 # calls). .devrun/channel is the new binary, .devrun/channel_base the one to compare against
 # (bench/device/pack.sh, then copy the base build's channel there).
-# usage: [ROUNDS=2] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
+# VARIANTS="NAME=VALUE ..." also runs the new binary once per round with each environment setting
+# (e.g. VARIANTS="CHANNEL_VULKAN_NORM_WORKGROUP=256 CHANNEL_VULKAN_NORM_WORKGROUP=1024").
+# usage: [ROUNDS=2] [VARIANTS=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
@@ -18,5 +20,10 @@ for round in $(seq "${ROUNDS:-2}"); do
     echo "== round $round: $binary"
     timeout 200 "$R/.devrun/$binary" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json 2>/dev/null |
       grep -E "^(prefill|decode)" | tee -a "$OUT/ab-$binary.txt"
+  done
+  for variant in ${VARIANTS:-}; do
+    echo "== round $round: channel with $variant"
+    env "$variant" timeout 200 "$R/.devrun/channel" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json \
+      2>/dev/null | grep -E "^(prefill|decode)" | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
   done
 done
