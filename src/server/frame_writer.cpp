@@ -6,7 +6,8 @@
 
 namespace channel::server {
 
-FrameWriter::FrameWriter(int fd, size_t capacity) : fd_(fd), capacity_(capacity), thread_([this] { loop(); }) {}
+FrameWriter::FrameWriter(int fd, size_t capacity, std::function<void()> on_failure)
+    : fd_(fd), capacity_(capacity), on_failure_(std::move(on_failure)), thread_([this] { loop(); }) {}
 
 FrameWriter::~FrameWriter() {
   {
@@ -50,17 +51,24 @@ void FrameWriter::loop() {
       const ssize_t n = ::write(fd_, frame.data() + written, frame.size() - written);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        std::lock_guard lock(mutex_);
-        failed_ = true;
-        queue_.clear();
-        queued_bytes_ = 0;
-        break;
+        {
+          std::lock_guard lock(mutex_);
+          failed_ = true;
+          queue_.clear();
+          queued_bytes_ = 0;
+        }
+        if (on_failure_) on_failure_();
+        room_.notify_all();
+        // Nothing more is written; frames sent from now on are dropped.
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_; });
+        return;
       }
       written += static_cast<size_t>(n);
     }
     {
       std::lock_guard lock(mutex_);
-      if (!failed_) queued_bytes_ -= frame.size();
+      queued_bytes_ -= frame.size();
     }
     room_.notify_all();
   }

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -22,7 +23,9 @@ class FrameWriter {
  public:
   static constexpr size_t kDefaultCapacity = size_t{64} << 20;  // bytes queued before the session waits
 
-  explicit FrameWriter(int fd, size_t capacity = kDefaultCapacity);
+  // `on_failure` runs once, on the writer thread, when the other side goes away (serve stops
+  // the running request and the input there: nobody is listening).
+  explicit FrameWriter(int fd, size_t capacity = kDefaultCapacity, std::function<void()> on_failure = {});
   ~FrameWriter();  // writes what is queued, then stops
   FrameWriter(const FrameWriter&) = delete;
   FrameWriter& operator=(const FrameWriter&) = delete;
@@ -37,6 +40,7 @@ class FrameWriter {
 
   int fd_;
   size_t capacity_;
+  std::function<void()> on_failure_;
   mutable std::mutex mutex_;
   std::condition_variable ready_;  // a frame is queued, or stopping
   std::condition_variable room_;   // a frame was written, or the other side went away

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <csignal>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -180,9 +181,16 @@ int serve_requests(Session& session, const ServerOptions& options, FrameWriter& 
 }  // namespace
 
 int serve(Session& session, const ServerOptions& options) {
+  // A host that closes its end of the output must make the write fail (EPIPE: FrameWriter::failed,
+  // then exit 0 after the request), not kill the engine with SIGPIPE mid-request.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
-    FrameWriter writer(options.output_fd);
     InboundQueue queue;
+    // Nobody listening any more: the running request stops at its next check, the input is left.
+    FrameWriter writer(options.output_fd, FrameWriter::kDefaultCapacity, [&session, &queue] {
+      session.abort_flag() = true;
+      queue.close(/*drop_pending=*/true);
+    });
     // Ready: one unsolicited idle status with msg_id 0.
     FrameEvents(writer, 0, options).send(p::Status{p::STATUS_IDLE, options.is_gpu, 0, 0, 0, 0.0f, 0, 0});
     InputReader reader(options.input_fd, session.abort_flag(), queue, writer);

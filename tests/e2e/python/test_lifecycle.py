@@ -1,6 +1,7 @@
-"""End-to-end: how the engine ends: OP_SHUTDOWN (queued requests served first) and EOF on stdin
-(exit at once, even in the middle of a request)."""
+"""End-to-end: how the engine ends: OP_SHUTDOWN (queued requests served first), EOF on stdin
+(exit at once, even in the middle of a request) and a host that closes the engine's output."""
 
+import subprocess
 import time
 import unittest
 
@@ -53,6 +54,20 @@ class LifecycleTest(EngineTestCase):
                              timeout=support.TIMEOUT)
         self.client._close_stdin()
         self.assert_exits_within_a_second_with_code_0()
+
+    def test_a_host_that_closes_the_output_ends_the_engine_with_code_0(self):
+        # The next frame the engine writes fails with EPIPE (not SIGPIPE, which would kill it
+        # mid-request with code -13): the request stops, the input is left, the engine exits 0.
+        self.client.kill()
+        proc = subprocess.Popen([support.binary(), "--model", support.model_path(self.model), "--serve",
+                                 *support.ENGINE_ARGS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=support.ENGINE_STDERR)
+        self.addCleanup(proc.kill)
+        self.assertEqual(len(proc.stdout.read(16 + 20)), 16 + 20)  # the ready STATUS: it is serving
+        proc.stdout.close()
+        proc.stdin.write(framing.ping_frame(1))
+        proc.stdin.flush()
+        self.assertEqual(proc.wait(timeout=5 * support.TIME_SCALE), 0)
 
 
 if __name__ == "__main__":
