@@ -15,6 +15,14 @@
 namespace channel {
 namespace {
 
+// Whether `path` names something (std::filesystem::exists throws for a folder it cannot read).
+bool file_exists(const std::string& path) {
+  std::error_code error;
+  const bool exists = std::filesystem::exists(path, error);
+  if (error) fail("cannot look up '{}': {}", path, error.message());
+  return exists;
+}
+
 std::string describe_widths(const EpisodeFileHeader& h) {
   return fmt::format("centroid width {}, {} KV layers", h.centroid_width, h.kv_widths.size());
 }
@@ -33,7 +41,7 @@ EpisodeFile::EpisodeFile(const std::string& path, EpisodeFileHeader header, Epis
   if (const auto why = try_open(path, store, carried)) {
     const std::string fallback = fallback_episode_path(path, header_.model_fingerprint);
     notices_.push_back(fmt::format("episodic memory: '{}' {}; it is left as it is, '{}' is used instead", path, *why, fallback));
-    if (!std::filesystem::exists(fallback)) {
+    if (!file_exists(fallback)) {
       std::vector<const Episode*> episodes;
       for (const Episode& e : carried) episodes.push_back(&store.restore(e));
       rewrite(fallback, episodes);
@@ -54,7 +62,7 @@ EpisodeFile::~EpisodeFile() {
 
 std::optional<std::string> EpisodeFile::try_open(const std::string& path, EpisodeStore& store,
                                                  std::vector<Episode>& carried) {
-  if (!std::filesystem::exists(path)) {
+  if (!file_exists(path)) {
     rewrite(path, {});
     return std::nullopt;
   }
