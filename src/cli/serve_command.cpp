@@ -11,6 +11,9 @@
 namespace channel::cli {
 namespace {
 
+// The original's default store, in the working directory.
+constexpr const char* kDefaultMemoryPath = ".episodic.mem";
+
 struct ServeOptions {
   std::string model_path;
   bool serve = false;  // the top-level --serve flag
@@ -19,10 +22,13 @@ struct ServeOptions {
   uint64_t seed = 0;
   bool tool_call_json = false;
   std::string snapshot_dir;
+  bool no_memory = false;
+  std::string memory;  // --memory's path; empty after a bare --memory: kDefaultMemoryPath
+  int mem_capacity = static_cast<int>(EpisodeStore::kDefaultCapacity);
   // Accepted for compatibility with the original engine's command line.
-  bool q4 = false, q8 = false, no_memory = false, quiescence = false;
-  std::string quant, memory;
-  int anchors = 32, window = 512, recall = 96, mem_capacity = 64;
+  bool q4 = false, q8 = false, quiescence = false;
+  std::string quant;
+  int anchors = 32, window = 512, recall = 96;
   float quiescence_threshold = 0.0f;
 };
 
@@ -38,10 +44,6 @@ void warn_unsupported(const ServeOptions& o, const CLI::App& app) {
   }
   if (given("--anchors")) {
     fmt::print(stderr, "channel: warning: --anchors is ignored: the first system prompt or input sets the anchors\n");
-  }
-  if (given("--memory") || given("--mem-capacity") || o.no_memory) {
-    fmt::print(stderr, "channel: warning: episodic memory is not built yet; memory options are ignored and memory "
-                       "requests answer 'no result'\n");
   }
   if (o.quiescence || given("--quiescence-threshold")) {
     fmt::print(stderr, "channel: warning: quiescence gating is not built; all layers always run\n");
@@ -69,11 +71,38 @@ void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
   app.add_option("--anchors", o.anchors, "accepted for compatibility; the first input sets the anchors");
   app.add_option("--window", o.window, "accepted and ignored, as in the original");
   app.add_option("--recall", o.recall, "accepted and ignored, as in the original");
-  app.add_option("--memory,--storage", o.memory, "episodic memory store (not built yet: ignored)")->expected(0, 1);
-  app.add_option("--mem-capacity,--memory-capacity", o.mem_capacity, "episodic memory capacity (not built yet: ignored)");
-  app.add_flag("--no-memory", o.no_memory, "disable episodic memory (it is not built yet)");
+  app.add_option("--memory,--storage", o.memory,
+                 fmt::format("keep committed episodes in the store file PATH (default {} in the working directory; "
+                             "docs/memory-format.md) and load them on start; without it episodes live in memory only. "
+                             "Another model's or a corrupt store is left as it is and PATH.<fingerprint> is used",
+                             kDefaultMemoryPath))
+      ->expected(0, 1)
+      ->type_name("[PATH]");
+  app.add_option("--mem-capacity,--memory-capacity", o.mem_capacity,
+                 "episodes kept, in memory and in the store file; the oldest are dropped first")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-memory", o.no_memory, "disable episodic memory: nothing is staged, committed or stored");
   app.add_flag("--quiescence", o.quiescence, "accepted; quiescence gating is not built");
   app.add_option("--quiescence-threshold", o.quiescence_threshold, "accepted; quiescence gating is not built");
+}
+
+EpisodicMemoryOptions memory_options(const ServeOptions& o, const CLI::App& app) {
+  const bool persistent = app.count("--memory") > 0;
+  if (persistent && o.no_memory) fail("--memory and --no-memory contradict each other");
+  EpisodicMemoryOptions memory;
+  memory.enabled = !o.no_memory;
+  memory.capacity = static_cast<size_t>(o.mem_capacity);
+  if (persistent) memory.path = o.memory.empty() ? kDefaultMemoryPath : o.memory;
+  return memory;
+}
+
+void configure_memory(Session& session, const EpisodicMemoryOptions& memory) {
+  for (const std::string& notice : session.configure_memory(memory)) fmt::print(stderr, "channel: warning: {}\n", notice);
+  if (!memory.path.empty()) {
+    fmt::print(stderr, "episodic memory: {} episodes loaded (capacity {})\n", session.episodes().episodes().size(),
+               memory.capacity);
+  }
 }
 
 int run_serve(const ServeOptions& o, const CLI::App& app) {
@@ -82,6 +111,7 @@ int run_serve(const ServeOptions& o, const CLI::App& app) {
   // Checked before the model loads, which takes a while.
   const server::SnapshotPaths snapshot_paths =
       o.snapshot_dir.empty() ? server::SnapshotPaths() : server::SnapshotPaths(o.snapshot_dir);
+  const EpisodicMemoryOptions memory = memory_options(o, app);
   auto model = load_model_verbose(o.model_path);
   const auto backend = make_chosen_backend(model, o.backend);
   SessionConfig config;
@@ -92,6 +122,7 @@ int run_serve(const ServeOptions& o, const CLI::App& app) {
   if (o.quiescence) config.quiescence_threshold = 0.001f;
   if (app.count("--quiescence-threshold") > 0) config.quiescence_threshold = o.quiescence_threshold;
   Session session(model, *backend, config);
+  configure_memory(session, memory);
   fmt::print(stderr, "serving on stdin/stdout\n");
   return server::serve(session, server::ServerOptions{.is_gpu = backend->is_gpu(),
                                                      .tool_call_json = o.tool_call_json,

@@ -9,7 +9,13 @@ EpisodeStore::EpisodeStore(size_t capacity) : capacity_(capacity) {
 }
 
 const Episode& EpisodeStore::add(Episode episode) {
-  episode.id = next_id_++;
+  episode.id = next_id_;
+  return restore(std::move(episode));
+}
+
+const Episode& EpisodeStore::restore(Episode episode) {
+  if (episode.id < next_id_) fail("episode id {} does not follow id {}", episode.id, next_id_ - 1);
+  next_id_ = episode.id + 1;
   if (episodes_.size() == capacity_) episodes_.pop_front();
   episodes_.push_back(std::move(episode));
   return episodes_.back();

@@ -1,5 +1,5 @@
-// The episodes a session has committed, in memory (the on-disk store comes later, issue 10):
-// at most `capacity` of them, the oldest dropped first.
+// The episodes a session has committed, in memory (episode_file.h keeps them on disk): at most
+// `capacity` of them, the oldest dropped first.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,9 @@ class EpisodeStore {
 
   // Gives the episode the next id and keeps it, dropping the oldest when full.
   const Episode& add(Episode episode);
+  // Keeps an episode read back from disk with its own id, dropping the oldest when full; later
+  // adds continue after it. Throws channel::Error unless the id is above every id given so far.
+  const Episode& restore(Episode episode);
 
   // What a recall does to the episodes it brings back (indices into episodes()): last accessed
   // now, one access more.

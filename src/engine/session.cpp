@@ -211,6 +211,7 @@ void Session::feed(int32_t token) {
 
 void Session::feed_decoded(int32_t token) {
   context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits_, {}, {}, &last_hidden_);
+  if (!memory_enabled_) return;
   const int64_t token_clock = clock() - 1;
   stage_.stage(StagedToken{token, context_.ring().slot_of(token_clock), token_clock, monotonic_milliseconds(),
                            last_hidden_});
@@ -218,7 +219,10 @@ void Session::feed_decoded(int32_t token) {
 }
 
 void Session::commit_episode(bool interrupted) {
-  if (auto episode = stage_.commit(context_.ring(), context_.backend(), interrupted)) episodes_.add(std::move(*episode));
+  auto episode = stage_.commit(context_.ring(), context_.backend(), interrupted);
+  if (!episode) return;
+  const Episode& committed = episodes_.add(std::move(*episode));
+  if (episode_file_) episode_file_->append(committed, episodes_);
 }
 
 std::vector<int32_t> Session::turn_mask() const {

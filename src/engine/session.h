@@ -16,7 +16,9 @@
 #include "backend/backend.h"
 #include "engine/elastic_yield.h"
 #include "engine/episode_stage.h"
+#include "engine/episode_file.h"
 #include "engine/episode_store.h"
+#include "engine/episodic_memory_options.h"
 #include "engine/sampler.h"
 #include "engine/session_config.h"
 #include "engine/session_events.h"
@@ -93,6 +95,12 @@ class Session {
   // OP_MEM_COMMIT: the tokens decoded since the last commit become an episode (nothing when none
   // are staged). Decode bursts commit by themselves when they end and every 64 tokens.
   void commit_memory() { commit_episode(/*interrupted=*/false); }
+  // Sets up episodic memory before the first input (session_memory_setup.cpp): with a path, the
+  // store file's episodes are loaded now and every later commit is appended to it (fsynced)
+  // before the commit returns. Returns the store file's notices, one line each (another model's
+  // store left beside, a torn record cut off). Throws channel::Error as EpisodeFile does, or
+  // once episodes have been committed.
+  std::vector<std::string> configure_memory(const EpisodicMemoryOptions& options);
   const EpisodeStore& episodes() const { return episodes_; }
   // OP_MEM_QUERY: scores the episodes against `query_text` (the normalised sum of its tokens'
   // input embeddings) and writes the KV of the best `top_k`, whole, into the recall slots (the
@@ -165,6 +173,8 @@ class Session {
   std::vector<float> last_hidden_;  // of the last decoded token
   EpisodeStage stage_;
   EpisodeStore episodes_;
+  bool memory_enabled_ = true;
+  std::unique_ptr<EpisodeFile> episode_file_;  // with --memory: where commits are appended
   std::atomic<bool> abort_{false};
 
   bool turn_open_ = false;             // the model's turn has begun and not ended

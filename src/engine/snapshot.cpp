@@ -1,18 +1,16 @@
 #include "engine/snapshot.h"
 
-#include <fcntl.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <functional>
 #include <limits>
 #include <locale>
 #include <sstream>
 
+#include "core/byte_reader.h"
+#include "core/byte_writer.h"
+#include "core/durable_file.h"
 #include "core/error.h"
 #include "core/fnv1a.h"
 #include "core/mapped_file.h"
@@ -20,10 +18,6 @@
 
 namespace channel {
 namespace {
-
-// Arrays (keys, values, logits) are written and read as the host holds them. Channel already
-// requires a little-endian host (GGUF weights are used in place), so this is the file's order.
-static_assert(std::endian::native == std::endian::little, "snapshot arrays are stored in host order");
 
 enum class SectionId : uint32_t { Session = 1, Ring = 2, Kv = 3 };
 constexpr SectionId kSectionOrder[] = {SectionId::Session, SectionId::Ring, SectionId::Kv};
@@ -40,48 +34,19 @@ const char* section_name(SectionId id) {
 // Longest generator text accepted; std::mt19937_64 writes about 6.5 KB (313 decimal numbers).
 constexpr size_t kMaxGeneratorText = 16 * 1024;
 
-template <typename T>
-std::span<const uint8_t> bytes_of(const std::vector<T>& values) {
-  return {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(T)};
-}
-
 // ---- writing ----
-
-class Writer {
- public:
-  template <typename T>
-  Writer& integer(T value) {
-    static_assert(std::is_integral_v<T>);
-    using U = std::make_unsigned_t<T>;
-    for (size_t i = 0; i < sizeof(T); ++i) bytes_.push_back(static_cast<uint8_t>(static_cast<U>(value) >> (8 * i)));
-    return *this;
-  }
-  Writer& flag(bool value) { return integer<uint8_t>(value ? 1 : 0); }
-  Writer& f32(float value) { return integer(std::bit_cast<uint32_t>(value)); }
-  Writer& raw(std::span<const uint8_t> data) {
-    bytes_.insert(bytes_.end(), data.begin(), data.end());
-    return *this;
-  }
-  Writer& text(std::string_view value) {
-    return raw({reinterpret_cast<const uint8_t*>(value.data()), value.size()});
-  }
-  std::vector<uint8_t>& bytes() { return bytes_; }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
 
 // A section's bytes: small fields it owns, then views of large arrays in the snapshot, so the
 // KV is written straight from the captured state without another copy.
 struct Section {
   SectionId id;
-  Writer head;
+  ByteWriter head;
   std::vector<std::span<const uint8_t>> arrays;
 };
 
 Section session_section(const Snapshot& s) {
   Section section{SectionId::Session, {}, {}};
-  Writer& w = section.head;
+  ByteWriter& w = section.head;
   w.flag(s.turn.turn_open).flag(s.turn.in_thought).flag(s.turn.suppress_thinking).flag(s.turn.mask_channel_close_once);
   w.flag(s.turn.pending_yield.has_value()).integer<int32_t>(s.turn.pending_yield.value_or(-1));
   const SessionConfig& c = s.config;
@@ -101,7 +66,7 @@ Section session_section(const Snapshot& s) {
 
 Section ring_section(const kv::RingState& r) {
   Section section{SectionId::Ring, {}, {}};
-  Writer& w = section.head;
+  ByteWriter& w = section.head;
   w.integer(r.anchors).integer(r.clock).integer(r.oldest_live).integer(static_cast<uint8_t>(r.pending_type));
   w.integer(r.anchor_position).integer(r.recall_count).integer(r.recall_clock).integer(r.recall_position);
   w.integer(r.committed_first_query).integer(static_cast<uint32_t>(r.spans.size()));
@@ -121,8 +86,6 @@ Section kv_section(const KvBlob& kv) {
   }
   return section;
 }
-
-using Sink = std::function<void(std::span<const uint8_t>)>;
 
 // Arrays that disagree with their counts would make a file whose fields no longer line up.
 // (Values out of range are written as they are: parse_snapshot refuses them.)
@@ -148,9 +111,9 @@ void check_encodable(const Snapshot& s) {
   }
 }
 
-void emit(const Snapshot& s, const Sink& sink) {
+void emit(const Snapshot& s, const ByteSink& sink) {
   check_encodable(s);
-  Writer header;
+  ByteWriter header;
   header.raw({reinterpret_cast<const uint8_t*>(kSnapshotMagic), sizeof(kSnapshotMagic)});
   header.integer(kSnapshotVersion).integer(s.model_fingerprint);
   header.integer(s.geometry.total_slots).integer(s.geometry.scratch_slots);
@@ -168,7 +131,7 @@ void emit(const Snapshot& s, const Sink& sink) {
       checksum.update(array);
       length += array.size();
     }
-    Writer frame;
+    ByteWriter frame;
     frame.integer(static_cast<uint32_t>(section.id)).integer(uint32_t{0}).integer(length).integer(checksum.value());
     sink(frame.bytes());
     sink(section.head.bytes());
@@ -178,68 +141,7 @@ void emit(const Snapshot& s, const Sink& sink) {
 
 // ---- reading ----
 
-// Reads fields front to back within `bytes`; every read checks the bytes are there first.
-// Offsets in messages are from the start of the file.
-class Reader {
- public:
-  Reader(std::span<const uint8_t> bytes, size_t file_offset, std::string where)
-      : bytes_(bytes), base_(file_offset), where_(std::move(where)) {}
-
-  std::span<const uint8_t> take(uint64_t n, std::string_view field) {
-    if (n > remaining()) {
-      fail("{}: {} at offset {} needs {} bytes, only {} left (truncated?)", where_, field, offset(), n, remaining());
-    }
-    const auto out = bytes_.subspan(position_, static_cast<size_t>(n));
-    position_ += static_cast<size_t>(n);
-    return out;
-  }
-  template <typename T>
-  T integer(std::string_view field) {
-    static_assert(std::is_integral_v<T>);
-    using U = std::make_unsigned_t<T>;
-    const auto b = take(sizeof(T), field);
-    U value = 0;
-    for (size_t i = 0; i < sizeof(T); ++i) value |= static_cast<U>(U{b[i]} << (8 * i));
-    return static_cast<T>(value);
-  }
-  float f32(std::string_view field) { return std::bit_cast<float>(integer<uint32_t>(field)); }
-  bool flag(std::string_view field) {
-    const size_t at = offset();
-    const uint8_t value = integer<uint8_t>(field);
-    if (value > 1) fail("{}: {} at offset {} is {}, not 0 or 1", where_, field, at, value);
-    return value == 1;
-  }
-  std::string text(uint64_t n, std::string_view field) {
-    const auto b = take(n, field);
-    return {reinterpret_cast<const char*>(b.data()), b.size()};
-  }
-  template <typename T>
-  std::vector<T> array(uint64_t count, std::string_view field) {
-    if (count > remaining() / sizeof(T)) {
-      fail("{}: {} ({} entries) at offset {} needs {} bytes, only {} left", where_, field, count, offset(),
-           count * sizeof(T), remaining());
-    }
-    const auto b = take(count * sizeof(T), field);
-    std::vector<T> values(static_cast<size_t>(count));
-    if (!values.empty()) std::memcpy(values.data(), b.data(), b.size());  // memcpy takes no null pointer
-    return values;
-  }
-  void expect_end() const {
-    if (remaining() != 0) fail("{}: {} unread bytes at offset {}", where_, remaining(), offset());
-  }
-  size_t remaining() const { return bytes_.size() - position_; }
-  size_t offset() const { return base_ + position_; }
-  const std::string& where() const { return where_; }
-  std::span<const uint8_t> consumed() const { return bytes_.first(position_); }
-
- private:
-  std::span<const uint8_t> bytes_;
-  size_t base_;
-  size_t position_ = 0;
-  std::string where_;
-};
-
-void read_session(Reader& r, Snapshot& s) {
+void read_session(ByteReader& r, Snapshot& s) {
   s.turn.turn_open = r.flag("turn_open");
   s.turn.in_thought = r.flag("in_thought");
   s.turn.suppress_thinking = r.flag("suppress_thinking");
@@ -282,7 +184,7 @@ void read_session(Reader& r, Snapshot& s) {
   s.logits.values = r.array<float>(uint64_t{rows} * cols, "logits");
 }
 
-void read_ring(Reader& r, kv::RingState& ring) {
+void read_ring(ByteReader& r, kv::RingState& ring) {
   ring.anchors = r.integer<uint32_t>("anchors");
   ring.clock = r.integer<int64_t>("clock");
   ring.oldest_live = r.integer<int64_t>("oldest_live");
@@ -303,7 +205,7 @@ void read_ring(Reader& r, kv::RingState& ring) {
   }
 }
 
-void read_kv(Reader& r, const SnapshotGeometry& geometry, KvBlob& kv) {
+void read_kv(ByteReader& r, const SnapshotGeometry& geometry, KvBlob& kv) {
   const uint32_t n_slots = r.integer<uint32_t>("slot_count");
   if (n_slots > geometry.total_slots) {
     fail("{}: {} slots, more than the {} the geometry has", r.where(), n_slots, geometry.total_slots);
@@ -321,7 +223,7 @@ void read_kv(Reader& r, const SnapshotGeometry& geometry, KvBlob& kv) {
 }
 
 // Returns the header's clock (checked against the ring section's once that is read).
-int64_t read_header(Reader& r, Snapshot& s) {
+int64_t read_header(ByteReader& r, Snapshot& s) {
   const auto magic = r.take(sizeof(kSnapshotMagic), "magic");
   if (std::memcmp(magic.data(), kSnapshotMagic, sizeof(kSnapshotMagic)) != 0) {
     fail("not a Channel snapshot (the file does not start with \"CHNLSNAP\")");
@@ -365,10 +267,10 @@ std::vector<uint8_t> encode_snapshot(const Snapshot& snapshot) {
 
 Snapshot parse_snapshot(std::span<const uint8_t> bytes) {
   Snapshot s;
-  Reader file(bytes, 0, "file");
+  ByteReader file(bytes, 0, "file");
   const int64_t header_clock = read_header(file, s);
   for (SectionId expected : kSectionOrder) {
-    Reader frame(bytes.subspan(file.offset()), file.offset(), fmt::format("{} section header", section_name(expected)));
+    ByteReader frame(bytes.subspan(file.offset()), file.offset(), fmt::format("{} section header", section_name(expected)));
     const uint32_t id = frame.integer<uint32_t>("section id");
     if (id != static_cast<uint32_t>(expected)) {
       fail("section id {} at offset {}, expected {} ({})", id, file.offset(), static_cast<uint32_t>(expected),
@@ -384,7 +286,7 @@ Snapshot parse_snapshot(std::span<const uint8_t> bytes) {
       fail("{} section checksum mismatch ({} bytes at offset {}): the file is corrupt", section_name(expected), length,
            payload_offset);
     }
-    Reader r(payload, payload_offset, fmt::format("{} section", section_name(expected)));
+    ByteReader r(payload, payload_offset, fmt::format("{} section", section_name(expected)));
     switch (expected) {
       case SectionId::Session: read_session(r, s); break;
       case SectionId::Ring: read_ring(r, s.ring); break;
@@ -403,40 +305,7 @@ Snapshot read_snapshot_file(const std::string& path) {
 }
 
 void write_snapshot_file(const Snapshot& snapshot, const std::string& path) {
-  if (path.empty()) fail("the path is empty");
-  if (path.find('\0') != std::string::npos) fail("the path contains a NUL byte");
-  const std::string temp = snapshot_temp_path(path);
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot create '{}': {}", temp, std::strerror(errno));
-  try {
-    emit(snapshot, [&](std::span<const uint8_t> bytes) {
-      while (!bytes.empty()) {
-        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) fail("cannot write '{}': {}", temp, std::strerror(errno));
-        bytes = bytes.subspan(static_cast<size_t>(n));
-      }
-    });
-    if (::fsync(fd) != 0) fail("cannot sync '{}': {}", temp, std::strerror(errno));
-    const int closed = ::close(fd);
-    fd = -1;
-    if (closed != 0) fail("cannot close '{}': {}", temp, std::strerror(errno));
-    if (::rename(temp.c_str(), path.c_str()) != 0) fail("cannot rename '{}' to '{}': {}", temp, path, std::strerror(errno));
-  } catch (const Error&) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp.c_str());
-    throw;
-  }
-  // The rename is durable only once the directory entry is on disk too.
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const std::string directory = parent.empty() ? std::string(".") : parent.string();
-  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0 || ::fsync(dir_fd) != 0) {
-    const int error = errno;
-    if (dir_fd >= 0) ::close(dir_fd);
-    fail("wrote '{}' but cannot sync its directory '{}': {}", path, directory, std::strerror(error));
-  }
-  ::close(dir_fd);
+  replace_file(path, snapshot_temp_path(path), [&](const ByteSink& sink) { emit(snapshot, sink); });
 }
 
 void require_compatible(const Snapshot& snapshot, uint64_t model_fingerprint, const SnapshotGeometry& geometry) {

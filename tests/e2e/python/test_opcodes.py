@@ -6,6 +6,7 @@ OP_SNAPSHOT_SAVE / OP_SNAPSHOT_LOAD (test_snapshot), OP_SHUTDOWN (test_lifecycle
 """
 
 import math
+import os
 import struct
 import time
 import unittest
@@ -119,6 +120,21 @@ class MemoryTest(EngineTestCase):
         client_layout = struct.pack("<BB22x", 0, 3) + b"hello"
         self.client._write(framing.encode_frame(OP_MEM_QUERY, support.RAW_MSG_ID, client_layout))
         self.assertEqual(self.reply(support.RAW_MSG_ID, (MemResponse,)).status, MEM_STATUS_OK)
+
+    def test_episodes_stored_with_memory_are_recalled_by_the_next_engine(self):
+        # --memory PATH: the episode a turn commits is in the store file when the turn is over, so
+        # an engine killed with SIGKILL right after loses nothing and the next one recalls it.
+        path = "e2e_memory_test.mem"
+        self.addCleanup(lambda: os.path.exists(path) and os.remove(path))
+        first = self.start_engine(extra_args=["--memory", path])
+        turn = self.collect(first.send_input("Hello there"), first)
+        self.wait_idle(turn.msg_id, first)
+        first.kill()
+        second = self.start_engine(extra_args=["--memory", path])
+        msg_id = second.mem_query("hello", top_k=3)
+        reply = self.reply(msg_id, (MemResponse,), second)
+        self.assertEqual((reply.status, reply.count), (MEM_STATUS_OK, len(reply.timestamps)))
+        self.assertGreaterEqual(reply.count, 1)
 
     def test_mem_query_answers_no_memory(self):
         msg_id = self.client.mem_query("what did we say", top_k=3)

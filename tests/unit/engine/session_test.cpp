@@ -12,6 +12,8 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "engine/episode_format.h"
+#include "model/fingerprint.h"
 #include "faulty_backend.h"
 #include "peer_vocab.h"
 #include "test_models.h"
@@ -383,6 +385,40 @@ TEST_F(SessionTest, AnAbortedBurstCommitsAnInterruptedEpisodeAndMemCommitTheRest
   EXPECT_TRUE(session->episodes().episodes().front().interrupted);
   session->commit_memory();
   EXPECT_EQ(session->episodes().episodes().size(), 1u);
+}
+
+TEST_F(SessionTest, CommittedEpisodesAreStoredAndTheNextSessionLoadsThem) {
+  const std::string path = dir_.file("memory.mem");
+  const EpisodeFileHeader header = episode_file_header(model_fingerprint(*model_), model_->config());
+  std::vector<std::vector<uint8_t>> committed;
+  {
+    auto session = make_session(100);
+    EXPECT_TRUE(session->configure_memory({.enabled = true, .capacity = 8, .path = path}).empty());
+    Recorder events;
+    session->input_text("Tell me a long story", 0, events);
+    session->input_text("And another one", 0, events);
+    ASSERT_GE(session->episodes().episodes().size(), 2u);
+    for (const Episode& e : session->episodes().episodes()) committed.push_back(encode_episode_record(e, header));
+  }
+  auto next = make_session(100);
+  EXPECT_TRUE(next->configure_memory({.enabled = true, .capacity = 8, .path = path}).empty());
+  const auto& loaded = next->episodes().episodes();
+  ASSERT_EQ(loaded.size(), committed.size());
+  for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(encode_episode_record(loaded[i], header), committed[i]);
+  Recorder events;
+  next->input_text("Once more", 0, events);
+  ASSERT_GT(next->episodes().episodes().size(), committed.size());  // the capacity holds them all
+  EXPECT_EQ(next->episodes().episodes()[committed.size()].id, committed.size() + 1);
+}
+
+TEST_F(SessionTest, WithMemoryDisabledNothingIsCommitted) {
+  auto session = make_session(100);
+  session->configure_memory({.enabled = false, .capacity = 8, .path = ""});
+  Recorder events;
+  session->input_text("Tell me a long story", 0, events);
+  session->commit_memory();
+  EXPECT_TRUE(session->episodes().episodes().empty());
+  EXPECT_FALSE(events.tokens.empty());
 }
 
 TEST_F(SessionTest, SettingsReachTheNextProbeAtOnce) {

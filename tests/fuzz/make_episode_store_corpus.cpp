@@ -1,0 +1,22 @@
+// Writes the seed corpus of fuzz_episode_store: an empty store, one of three episodes of
+// different lengths (one with a NaN centroid value), and that one with its last record torn.
+// Usage: make_episode_store_corpus DIR
+#include "fuzz/corpus_maker.h"
+#include "unit/engine/episode_samples.h"
+
+int main(int argc, char** argv) {
+  return channel::test::run_corpus_maker(argc, argv, [](const std::filesystem::path& dir) {
+    const channel::EpisodeFileHeader header = channel::test::sample_episode_header();
+    std::vector<uint8_t> store = channel::encode_episode_header(header);
+    channel::test::write_corpus_file(dir / "seed_episode_store_empty.bin", store);
+    for (uint64_t id = 1; id <= 3; ++id) {
+      channel::Episode episode = channel::test::sample_episode(id + 1, static_cast<uint32_t>(id * 2));
+      episode.id = id;
+      const auto record = channel::encode_episode_record(episode, header);
+      store.insert(store.end(), record.begin(), record.end());
+    }
+    channel::test::write_corpus_file(dir / "seed_episode_store_three.bin", store);
+    store.resize(store.size() - 7);
+    channel::test::write_corpus_file(dir / "seed_episode_store_torn.bin", store);
+  });
+}
