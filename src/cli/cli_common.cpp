@@ -39,13 +39,58 @@ std::vector<int32_t> parse_token_list(const std::string& text) {
   return ids;
 }
 
-std::shared_ptr<const Model> load_model_verbose(const std::string& path) {
+void add_quantization_options(CLI::App& command, QuantizationChoice& choice) {
+  command.add_flag("--q4,--mixed,--q4-mixed", choice.q4,
+                   "convert on load: Q4_0 linear layers, Q8_0 output, BF16 token embeddings (Gemma's tied output "
+                   "reads the BF16 embeddings); only F32/F16/BF16 weights are converted, and only to a narrower type");
+  command.add_flag("--q8", choice.q8,
+                   "convert on load: Q8_0 linear layers and output, BF16 token embeddings (as --q4)");
+  command.add_option("--quant", choice.quant,
+                     "convert on load every weight matrix (linear layers, output, token embeddings) to TYPE: "
+                     "q4_0, q8_0, f16, bf16 or f32 (only where the stored type is wider and not quantized)")
+      ->type_name("TYPE");
+}
+
+LoadConversion chosen_load_conversion(const QuantizationChoice& choice) {
+  if (int{choice.q4} + int{choice.q8} + int{!choice.quant.empty()} > 1) {
+    fail("--q4, --q8 and --quant choose the weight types on load: give one of them");
+  }
+  if (choice.q4) return LoadConversion::q4_mix();
+  if (choice.q8) return LoadConversion::q8_mix();
+  if (choice.quant.empty()) return {};
+  const std::optional<GgmlType> type = ggml_type_from_name(choice.quant);
+  if (!type) fail("--quant: unknown weight type '{}' (use q4_0, q8_0, f16, bf16 or f32)", choice.quant);
+  return LoadConversion::uniform(*type);
+}
+
+std::shared_ptr<const Model> load_model_verbose(const std::string& path, const LoadConversion& conversion) {
   const auto start = std::chrono::steady_clock::now();
   fmt::print(stderr, "loading {} ...\n", path);
-  auto model = Model::load(path);
+  // Progress on a terminal; a log gets the summary lines only.
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  auto conversion_start = start;
+  ModelLoadOptions options;
+  options.conversion = conversion;
+  options.conversion_progress = [&](int done, int total) {
+    if (done == 0) {
+      conversion_start = std::chrono::steady_clock::now();
+      fmt::print(stderr, "converting {} weight matrices to {} ...{}", total, conversion.describe(),
+                 terminal ? "" : "\n");
+    } else if (terminal) {
+      fmt::print(stderr, "\rconverting {} weight matrices to {} ... {}/{}", total, conversion.describe(), done, total);
+    }
+    if (done == total) {
+      fmt::print(stderr, "{}converted {} weight matrices to {} ({:.2f} s)\n", terminal ? "\r\x1b[K" : "", total,
+                 conversion.describe(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - conversion_start).count());
+    }
+  };
+  auto model = Model::load(path, options);
+  if (conversion.converts_anything() && model->converted_weights().empty()) {
+    fmt::print(stderr, "no weight matrix converted: the stored types are already as narrow as {}\n",
+               conversion.describe());
+  }
   if (const MappedFile* mapping = model->gguf().mapping()) {
-    // Progress on a terminal; a log gets the summary line below only.
-    const bool terminal = ::isatty(STDERR_FILENO) != 0;
     mapping->prefetch([terminal](size_t done, size_t total) {
       if (terminal) {
         fmt::print(stderr, "\rreading weights {:3.0f}% ({:.2f} / {:.2f} GiB)", 100.0 * done / total,
