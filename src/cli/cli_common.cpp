@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <chrono>
+#include <map>
+#include <string_view>
 #include <thread>
 
 #include <unistd.h>
@@ -17,6 +19,21 @@ namespace {
 void add_threads_option(CLI::App& command, int& threads) {
   threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   command.add_option("-t,--threads", threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+}
+
+// "converted 40 weight matrices to Q4_0, 1 to BF16 (0.09 s)": what the load made of each matrix.
+void print_conversion_summary(const std::vector<ConvertedWeight>& converted, double seconds) {
+  if (converted.empty()) {
+    fmt::print(stderr, "no weight matrix converted: the stored types are already as narrow (or quantized)\n");
+    return;
+  }
+  std::map<std::string_view, int> per_type;
+  for (const ConvertedWeight& weight : converted) ++per_type[ggml_type_traits(weight.type).name];
+  std::string counts;
+  for (const auto& [type, count] : per_type) {
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, type);
+  }
+  fmt::print(stderr, "converted {} weight matrices on load: {} ({:.2f} s)\n", converted.size(), counts, seconds);
 }
 
 }  // namespace
@@ -74,21 +91,16 @@ std::shared_ptr<const Model> load_model_verbose(const std::string& path, const L
   options.conversion_progress = [&](int done, int total) {
     if (done == 0) {
       conversion_start = std::chrono::steady_clock::now();
-      fmt::print(stderr, "converting {} weight matrices to {} ...{}", total, conversion.describe(),
-                 terminal ? "" : "\n");
+      fmt::print(stderr, "converting {} weight matrices ...{}", total, terminal ? "" : "\n");
     } else if (terminal) {
-      fmt::print(stderr, "\rconverting {} weight matrices to {} ... {}/{}", total, conversion.describe(), done, total);
+      fmt::print(stderr, "\rconverting {} weight matrices ... {}/{}", total, done, total);
     }
-    if (done == total) {
-      fmt::print(stderr, "{}converted {} weight matrices to {} ({:.2f} s)\n", terminal ? "\r\x1b[K" : "", total,
-                 conversion.describe(),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - conversion_start).count());
-    }
+    if (done == total && terminal) fmt::print(stderr, "\r\x1b[K");
   };
   auto model = Model::load(path, options);
-  if (conversion.converts_anything() && model->converted_weights().empty()) {
-    fmt::print(stderr, "no weight matrix converted: the stored types are already as narrow as {}\n",
-               conversion.describe());
+  if (conversion.converts_anything()) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - conversion_start).count();
+    print_conversion_summary(model->converted_weights(), seconds);
   }
   if (const MappedFile* mapping = model->gguf().mapping()) {
     mapping->prefetch([terminal](size_t done, size_t total) {

@@ -1,23 +1,11 @@
 #include "model/load_conversion.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <cctype>
-#include <vector>
-
 namespace channel {
 namespace {
 
 double bits_per_value(GgmlType type) {
   const GgmlTypeTraits& traits = ggml_type_traits(type);
   return 8.0 * static_cast<double>(traits.block_bytes) / static_cast<double>(traits.block_elements);
-}
-
-std::string upper_name(GgmlType type) {
-  std::string name(ggml_type_traits(type).name);
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return name;
 }
 
 }  // namespace
@@ -29,14 +17,6 @@ WeightRole weight_role_of(std::string_view tensor_name) {
   if (tensor_name == "output.weight") return WeightRole::Output;
   if (tensor_name == "per_layer_model_proj.weight") return WeightRole::KeptAsStored;
   return WeightRole::Linear;
-}
-
-std::string LoadConversion::describe() const {
-  std::vector<std::string> parts;
-  if (linear) parts.push_back(upper_name(*linear) + " linear");
-  if (output) parts.push_back(upper_name(*output) + " output");
-  if (token_embedding) parts.push_back(upper_name(*token_embedding) + " token embeddings");
-  return parts.empty() ? "the stored types" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 GgmlType target_type_on_load(const LoadConversion& conversion, WeightRole role, GgmlType stored, int64_t cols) {

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <optional>
-#include <string>
 #include <string_view>
 
 #include "model/ggml_type.h"
@@ -29,8 +28,6 @@ struct LoadConversion {
   std::optional<GgmlType> token_embedding;
 
   bool converts_anything() const { return linear || output || token_embedding; }
-  // "Q4_0 linear, Q8_0 output, BF16 token embeddings", for the load log.
-  std::string describe() const;
 
   // --q4: the original engine's mixed mode.
   static LoadConversion q4_mix() { return {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::BF16}; }

@@ -81,11 +81,6 @@ TEST(TargetTypeOnLoad, NoConversionKeepsEverything) {
   EXPECT_EQ(target_type_on_load(none, WeightRole::TokenEmbedding, F32, 128), F32);
 }
 
-TEST(LoadConversionDescribe, NamesEachRolesType) {
-  EXPECT_EQ(LoadConversion::q4_mix().describe(), "Q4_0 linear, Q8_0 output, BF16 token embeddings");
-  EXPECT_EQ(LoadConversion().describe(), "the stored types");
-}
-
 // --- whole models ---
 
 ModelLoadOptions converting(const LoadConversion& conversion) {
