@@ -44,6 +44,7 @@ def parse_args():
     parser.add_argument("--sources", type=comma_list(str), default=["f32"], help="stored types of the source models")
     parser.add_argument("--prompt-length", type=int, default=32)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--backend", default="cpu", help="Channel's backend for channel eval (cpu or vulkan)")
     args = parser.parse_args()
     for name, known in (("archs", ARCH_SYNTH_FLAGS), ("conversions", CONVERSIONS)):
         unknown = set(getattr(args, name)) - set(known)
@@ -59,8 +60,8 @@ def llama_crosses_half_types(source_type, quantize_args):
 
 
 def channel_logits(args, model, flags, tokens, out):
-    run([args.channel, "eval", "--model", model, *flags, "--tokens", ",".join(map(str, tokens)),
-         "--logits-out", out])
+    run([args.channel, "eval", "--model", model, "--backend", args.backend, *flags,
+         "--tokens", ",".join(map(str, tokens)), "--logits-out", out])
     return Path(out).read_bytes()
 
 
