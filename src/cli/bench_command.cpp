@@ -15,6 +15,7 @@ namespace {
 struct BenchCliOptions {
   std::string model_path;
   BackendChoice backend;
+  QuantizationChoice quantization;
   BenchmarkOptions bench;
   bool no_full_ring = false;
   bool json = false;
@@ -77,7 +78,7 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
 
 void run_bench(BenchCliOptions& o) {
   o.bench.full_ring = !o.no_full_ring;
-  auto model = load_model_verbose(o.model_path);
+  auto model = load_model_verbose(o.model_path, chosen_load_conversion(o.quantization));
   const auto backend = make_chosen_backend(model, o.backend);
   const BenchmarkResult result = run_engine_benchmark(
       model, *backend, o.bench, [](std::string_view line) { fmt::print(stderr, "bench: {}\n", line); });
@@ -93,6 +94,7 @@ void register_bench_command(CLI::App& app) {
       "bench", "Measure prefill, decode (depth 0 and ring full), probe and snapshot speed on random tokens");
   bench->add_option("-m,--model", o->model_path, "GGUF model file")->required()->check(CLI::ExistingFile);
   add_backend_options(*bench, o->backend);
+  add_quantization_options(*bench, o->quantization);
   bench->add_option("-p,--prompt-tokens", o->bench.prompt_tokens, "prefill: tokens on a fresh stream")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));

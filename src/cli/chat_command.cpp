@@ -27,6 +27,7 @@ constexpr std::string_view kHelp =
 struct ChatOptions {
   std::string model_path;
   BackendChoice backend;
+  QuantizationChoice quantization;
   uint32_t max_tokens = 512;
   float temperature = 0.7f;
   uint64_t seed = 0;
@@ -143,7 +144,7 @@ void run_snapshot_command(Session& session, std::string_view line) {
 }
 
 void chat(const ChatOptions& o) {
-  auto model = load_model_verbose(o.model_path);
+  auto model = load_model_verbose(o.model_path, chosen_load_conversion(o.quantization));
   const auto backend = make_chosen_backend(model, o.backend);
   SessionConfig config;
   config.max_tokens = o.max_tokens;
@@ -200,6 +201,7 @@ void register_chat_command(CLI::App& app) {
   cmd->add_option("--temp", o->temperature, "sampling temperature; 0 or less is greedy")->capture_default_str();
   cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
   add_backend_options(*cmd, o->backend);
+  add_quantization_options(*cmd, o->quantization);
   cmd->callback([o] { chat(*o); });
 }
 

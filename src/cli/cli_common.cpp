@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <chrono>
+#include <map>
+#include <string_view>
 #include <thread>
 
 #include <unistd.h>
@@ -17,6 +19,21 @@ namespace {
 void add_threads_option(CLI::App& command, int& threads) {
   threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   command.add_option("-t,--threads", threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+}
+
+// "converted 40 weight matrices to Q4_0, 1 to BF16 (0.09 s)": what the load made of each matrix.
+void print_conversion_summary(const std::vector<ConvertedWeight>& converted, double seconds) {
+  if (converted.empty()) {
+    fmt::print(stderr, "no weight matrix converted: the stored types are already as narrow (or quantized)\n");
+    return;
+  }
+  std::map<std::string_view, int> per_type;
+  for (const ConvertedWeight& weight : converted) ++per_type[ggml_type_traits(weight.type).name];
+  std::string counts;
+  for (const auto& [type, count] : per_type) {
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, type);
+  }
+  fmt::print(stderr, "converted {} weight matrices on load: {} ({:.2f} s)\n", converted.size(), counts, seconds);
 }
 
 }  // namespace
@@ -39,13 +56,53 @@ std::vector<int32_t> parse_token_list(const std::string& text) {
   return ids;
 }
 
-std::shared_ptr<const Model> load_model_verbose(const std::string& path) {
+void add_quantization_options(CLI::App& command, QuantizationChoice& choice) {
+  command.add_flag("--q4,--mixed,--q4-mixed", choice.q4,
+                   "convert on load: Q4_0 linear layers, Q8_0 output, BF16 token embeddings (Gemma's tied output "
+                   "reads the BF16 embeddings); only F32/F16/BF16 weights are converted, and only to a narrower type");
+  command.add_flag("--q8", choice.q8,
+                   "convert on load: Q8_0 linear layers and output, BF16 token embeddings (as --q4)");
+  command.add_option("--quant", choice.quant,
+                     "convert on load every weight matrix (linear layers, output, token embeddings) to TYPE: "
+                     "q4_0, q8_0, f16, bf16 or f32 (only where the stored type is wider and not quantized)")
+      ->type_name("TYPE");
+}
+
+LoadConversion chosen_load_conversion(const QuantizationChoice& choice) {
+  if (int{choice.q4} + int{choice.q8} + int{!choice.quant.empty()} > 1) {
+    fail("--q4, --q8 and --quant choose the weight types on load: give one of them");
+  }
+  if (choice.q4) return LoadConversion::q4_mix();
+  if (choice.q8) return LoadConversion::q8_mix();
+  if (choice.quant.empty()) return {};
+  const std::optional<GgmlType> type = ggml_type_from_name(choice.quant);
+  if (!type) fail("--quant: unknown weight type '{}' (use q4_0, q8_0, f16, bf16 or f32)", choice.quant);
+  return LoadConversion::uniform(*type);
+}
+
+std::shared_ptr<const Model> load_model_verbose(const std::string& path, const LoadConversion& conversion) {
   const auto start = std::chrono::steady_clock::now();
   fmt::print(stderr, "loading {} ...\n", path);
-  auto model = Model::load(path);
+  // Progress on a terminal; a log gets the summary lines only.
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  auto conversion_start = start;
+  ModelLoadOptions options;
+  options.conversion = conversion;
+  options.conversion_progress = [&](int done, int total) {
+    if (done == 0) {
+      conversion_start = std::chrono::steady_clock::now();
+      fmt::print(stderr, "converting {} weight matrices ...{}", total, terminal ? "" : "\n");
+    } else if (terminal) {
+      fmt::print(stderr, "\rconverting {} weight matrices ... {}/{}", total, done, total);
+    }
+    if (done == total && terminal) fmt::print(stderr, "\r\x1b[K");
+  };
+  auto model = Model::load(path, options);
+  if (conversion.converts_anything()) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - conversion_start).count();
+    print_conversion_summary(model->converted_weights(), seconds);
+  }
   if (const MappedFile* mapping = model->gguf().mapping()) {
-    // Progress on a terminal; a log gets the summary line below only.
-    const bool terminal = ::isatty(STDERR_FILENO) != 0;
     mapping->prefetch([terminal](size_t done, size_t total) {
       if (terminal) {
         fmt::print(stderr, "\rreading weights {:3.0f}% ({:.2f} / {:.2f} GiB)", 100.0 * done / total,

@@ -16,8 +16,22 @@ namespace channel::cli {
 // Parses "1,2,3" (spaces allowed) into token ids; throws channel::Error naming the bad item.
 std::vector<int32_t> parse_token_list(const std::string& text);
 
-// Loads a model, printing what it loaded (and how long it took) to stderr.
-std::shared_ptr<const Model> load_model_verbose(const std::string& path);
+// Adds quantization on load to a command, in the original engine's spelling: --q4 (also --mixed,
+// --q4-mixed), --q8 and --quant TYPE. Read by chosen_load_conversion.
+struct QuantizationChoice {
+  bool q4 = false;
+  bool q8 = false;
+  std::string quant;  // a type name, or empty
+};
+void add_quantization_options(CLI::App& command, QuantizationChoice& choice);
+
+// The conversion the options chose; throws channel::Error for an unknown --quant type (listing
+// the valid ones) or for more than one of the three options.
+LoadConversion chosen_load_conversion(const QuantizationChoice& choice);
+
+// Loads a model, converting its weights as `conversion` says, printing what it loaded, the
+// conversion's progress and how long each took to stderr.
+std::shared_ptr<const Model> load_model_verbose(const std::string& path, const LoadConversion& conversion = {});
 
 // Adds the backend choice to a command: --backend cpu|vulkan, --gpu (= vulkan), --gpu-device N,
 // --layers-per-submit N and --threads (default: all hardware threads). The choice is read by make_chosen_backend.

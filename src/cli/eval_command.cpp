@@ -21,6 +21,7 @@ struct EvalOptions {
   std::string logits_out;
   int greedy = 0;
   BackendChoice backend;
+  QuantizationChoice quantization;
 };
 
 void write_logits(const std::string& path, const Logits& logits) {
@@ -31,7 +32,7 @@ void write_logits(const std::string& path, const Logits& logits) {
 }
 
 void run_eval(const EvalOptions& o) {
-  auto model = load_model_verbose(o.model_path);
+  auto model = load_model_verbose(o.model_path, chosen_load_conversion(o.quantization));
   std::vector<int32_t> tokens;
   if (!o.tokens.empty()) {
     tokens = parse_token_list(o.tokens);  // exactly these tokens: no BOS is added
@@ -78,6 +79,7 @@ void register_eval_command(CLI::App& app) {
   eval->add_option("--greedy", options->greedy, "after the sequence, greedily generate N tokens and print them")
       ->check(CLI::Range(0, 4096));
   add_backend_options(*eval, options->backend);
+  add_quantization_options(*eval, options->quantization);
   eval->callback([options] {
     if (options->tokens.empty() && options->prompt.empty()) fail("eval needs --tokens or --prompt");
     run_eval(*options);

@@ -26,6 +26,7 @@ struct RunOptions {
   uint64_t seed = 0;
   bool raw = false;
   BackendChoice backend;
+  QuantizationChoice quantization;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -33,7 +34,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 void run(const RunOptions& o) {
-  auto model = load_model_verbose(o.model_path);
+  auto model = load_model_verbose(o.model_path, chosen_load_conversion(o.quantization));
   const ModelConfig& config = model->config();
   const Tokenizer tokenizer = Tokenizer::from_gguf(model->gguf());
   const std::string text = o.raw ? o.prompt : render_chat_turn(config.arch, o.prompt);
@@ -89,6 +90,7 @@ void register_run_command(CLI::App& app) {
   run_cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
   run_cmd->add_flag("--raw", o->raw, "send the prompt as is, without the chat template");
   add_backend_options(*run_cmd, o->backend);
+  add_quantization_options(*run_cmd, o->quantization);
   run_cmd->callback([o] { run(*o); });
 }
 

@@ -18,6 +18,7 @@ struct ServeOptions {
   std::string model_path;
   bool serve = false;  // the top-level --serve flag
   BackendChoice backend;
+  QuantizationChoice quantization;
   uint32_t max_tokens = 128;
   uint64_t seed = 0;
   bool tool_call_json = false;
@@ -26,18 +27,13 @@ struct ServeOptions {
   std::string memory;  // --memory's path; empty after a bare --memory: kDefaultMemoryPath
   int mem_capacity = static_cast<int>(EpisodeStore::kDefaultCapacity);
   // Accepted for compatibility with the original engine's command line.
-  bool q4 = false, q8 = false, quiescence = false;
-  std::string quant;
+  bool quiescence = false;
   int anchors = 32, window = 512, recall = 96;
   float quiescence_threshold = 0.0f;
 };
 
 void warn_unsupported(const ServeOptions& o, const CLI::App& app) {
   const auto given = [&app](const char* name) { return app.count(name) > 0; };
-  if (o.q4 || o.q8 || given("--quant")) {
-    fmt::print(stderr, "channel: warning: quantization on load is not built yet; --q4/--q8/--quant are accepted and "
-                       "ignored (weights are used in the GGUF's own types)\n");
-  }
   if (given("--window") || given("--recall")) {
     fmt::print(stderr, "channel: warning: --window and --recall are ignored (the geometry is fixed: 4096 slots, 128 recall), "
                        "as in the original engine\n");
@@ -57,6 +53,7 @@ void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
       ->capture_default_str();
   app.add_option("--seed", o.seed, "sampler seed")->capture_default_str();
   add_backend_options(app, o.backend);
+  add_quantization_options(app, o.quantization);
   app.add_flag("--tool-call-json", o.tool_call_json,
                "Channel extension: OP_TOOL_CALL carries the arguments as JSON instead of Gemma's notation (the "
                "notation is kept when it does not convert)");
@@ -65,9 +62,6 @@ void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
                  "paths, no '..', no symbolic link out of it: OP_ERROR); without it paths are used as given, relative "
                  "to the working directory")
       ->type_name("DIR");
-  app.add_flag("--q4,--mixed,--q4-mixed", o.q4, "accepted for compatibility (weights keep their GGUF types)");
-  app.add_flag("--q8", o.q8, "accepted for compatibility (weights keep their GGUF types)");
-  app.add_option("--quant", o.quant, "accepted for compatibility (weights keep their GGUF types)");
   app.add_option("--anchors", o.anchors, "accepted for compatibility; the first input sets the anchors");
   app.add_option("--window", o.window, "accepted and ignored, as in the original");
   app.add_option("--recall", o.recall, "accepted and ignored, as in the original");
@@ -109,10 +103,11 @@ int run_serve(const ServeOptions& o, const CLI::App& app) {
   if (o.model_path.empty()) fail("--serve needs --model M");
   warn_unsupported(o, app);
   // Checked before the model loads, which takes a while.
+  const LoadConversion conversion = chosen_load_conversion(o.quantization);
   const server::SnapshotPaths snapshot_paths =
       o.snapshot_dir.empty() ? server::SnapshotPaths() : server::SnapshotPaths(o.snapshot_dir);
   const EpisodicMemoryOptions memory = memory_options(o, app);
-  auto model = load_model_verbose(o.model_path);
+  auto model = load_model_verbose(o.model_path, conversion);
   const auto backend = make_chosen_backend(model, o.backend);
   SessionConfig config;
   config.max_tokens = o.max_tokens;

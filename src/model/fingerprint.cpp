@@ -44,6 +44,12 @@ uint64_t model_fingerprint(const Model& model) {
     const auto data = file.tensor_bytes(tensor);
     hash.update(data.first(std::min(data.size(), kDataSampleBytes)));
   }
+  // State computed with converted weights is not valid for the stored ones. A model loaded
+  // without conversion hashes nothing here, so its fingerprint is the one it always had.
+  for (const ConvertedWeight& converted : model.converted_weights()) {
+    hash.update_u64(converted.tensor.size()).update(converted.tensor);
+    hash.update_u64(static_cast<uint64_t>(converted.type));
+  }
   return hash.value();
 }
 

@@ -67,15 +67,21 @@ std::string blk(int il, const char* name) { return fmt::format("blk.{}.{}.weight
 
 }  // namespace
 
-std::shared_ptr<const Model> Model::load(const std::string& path) {
-  return from_gguf(GgufFile::open(path));
+// A bound weight matrix, for the conversion after binding: the view is rewritten in place.
+struct Model::MatrixBinding {
+  std::string tensor;
+  WeightMatrix* matrix;
+};
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
+  return from_gguf(GgufFile::open(path), options);
 }
 
-std::shared_ptr<const Model> Model::from_gguf(GgufFile file) {
-  return std::shared_ptr<const Model>(new Model(std::move(file)));
+std::shared_ptr<const Model> Model::from_gguf(GgufFile file, const ModelLoadOptions& options) {
+  return std::shared_ptr<const Model>(new Model(std::move(file), options));
 }
 
-Model::Model(GgufFile file) : file_(std::move(file)) {
+Model::Model(GgufFile file, const ModelLoadOptions& options) : file_(std::move(file)) {
   try {
     config_ = ModelConfig::from_gguf(file_);
   } catch (const Error& e) {
@@ -84,43 +90,49 @@ Model::Model(GgufFile file) : file_(std::move(file)) {
   const TensorBinder bind(file_);
   const int64_t n_embd = config_.n_embd;
   const int64_t n_vocab = config_.n_vocab;
+  // Every matrix is bound through here, so that the conversion below sees them all. The views
+  // live in members that do not move before it runs (layers_ is reserved).
+  std::vector<MatrixBinding> bindings;
+  const auto bind_matrix = [&](WeightMatrix& view, const std::string& name, int64_t cols, int64_t rows) {
+    view = bind.matrix(name, cols, rows);
+    bindings.push_back({name, &view});
+  };
 
-  token_embd_ = bind.matrix("token_embd.weight", n_embd, n_vocab);
+  bind_matrix(token_embd_, "token_embd.weight", n_embd, n_vocab);
   if (bind.find("output.weight")) {
-    output_ = bind.matrix("output.weight", n_embd, n_vocab);
+    bind_matrix(output_, "output.weight", n_embd, n_vocab);
     output_tied_ = false;
-  } else {
-    output_ = token_embd_;
   }
   output_norm_ = bind.vector("output_norm.weight", n_embd);
 
   // Gemma 4 stores one `rope_freqs` tensor shared by all global layers.
   std::vector<float> rope_freqs;
+  layers_.reserve(static_cast<size_t>(config_.n_layer));
   for (int il = 0; il < config_.n_layer; ++il) {
     const LayerConfig& lc = config_.layers[il];
-    LayerWeights w;
+    LayerWeights& w = layers_.emplace_back();
     const int64_t q_width = int64_t{lc.n_head} * lc.head_dim;
     const int64_t kv_width = int64_t{lc.n_head_kv} * lc.head_dim;
     w.attn_norm = bind.vector(blk(il, "attn_norm"), n_embd);
-    w.wq = bind.matrix(blk(il, "attn_q"), n_embd, q_width);
+    bind_matrix(w.wq, blk(il, "attn_q"), n_embd, q_width);
     // A KV-shared layer computes no K or V, so llama.cpp does not need its attn_k, attn_v or
     // attn_k_norm; nor does Channel read them when a file has them.
     if (config_.owns_kv(il)) {
-      w.wk = bind.matrix(blk(il, "attn_k"), n_embd, kv_width);
+      bind_matrix(w.wk, blk(il, "attn_k"), n_embd, kv_width);
       if (bind.find(blk(il, "attn_v"))) {
-        w.wv = bind.matrix(blk(il, "attn_v"), n_embd, kv_width);
+        bind_matrix(w.wv.emplace(), blk(il, "attn_v"), n_embd, kv_width);
       } else if (config_.arch == ModelArch::Gemma3) {
         fail("{}: tensor '{}' is missing", file_.origin(), blk(il, "attn_v"));
       }
       w.k_norm = bind.vector(blk(il, "attn_k_norm"), lc.head_dim);
     }
-    w.wo = bind.matrix(blk(il, "attn_output"), q_width, n_embd);
+    bind_matrix(w.wo, blk(il, "attn_output"), q_width, n_embd);
     w.q_norm = bind.vector(blk(il, "attn_q_norm"), lc.head_dim);
     w.post_attn_norm = bind.vector(blk(il, "post_attention_norm"), n_embd);
     w.ffn_norm = bind.vector(blk(il, "ffn_norm"), n_embd);
-    w.ffn_gate = bind.matrix(blk(il, "ffn_gate"), n_embd, lc.n_ff);
-    w.ffn_up = bind.matrix(blk(il, "ffn_up"), n_embd, lc.n_ff);
-    w.ffn_down = bind.matrix(blk(il, "ffn_down"), lc.n_ff, n_embd);
+    bind_matrix(w.ffn_gate, blk(il, "ffn_gate"), n_embd, lc.n_ff);
+    bind_matrix(w.ffn_up, blk(il, "ffn_up"), n_embd, lc.n_ff);
+    bind_matrix(w.ffn_down, blk(il, "ffn_down"), lc.n_ff, n_embd);
     w.post_ffn_norm = bind.vector(blk(il, "post_ffw_norm"), n_embd);
     if (config_.layer_output_scale) {
       if (const GgufTensorInfo* scale = bind.find(blk(il, "layer_output_scale"))) {
@@ -142,17 +154,47 @@ Model::Model(GgufFile file) : file_(std::move(file)) {
     }
     if (config_.has_per_layer_embeddings()) {
       const int64_t width = config_.n_embd_per_layer;
-      w.per_layer_gate = bind.matrix(blk(il, "inp_gate"), n_embd, width);
-      w.per_layer_proj = bind.matrix(blk(il, "proj"), width, n_embd);
+      bind_matrix(w.per_layer_gate, blk(il, "inp_gate"), n_embd, width);
+      bind_matrix(w.per_layer_proj, blk(il, "proj"), width, n_embd);
       w.per_layer_post_norm = bind.vector(blk(il, "post_norm"), n_embd);
     }
-    layers_.push_back(std::move(w));
   }
   if (config_.has_per_layer_embeddings()) {
     const int64_t all_layers = int64_t{config_.n_layer} * config_.n_embd_per_layer;
-    per_layer_inputs_.token_embd = bind.matrix("per_layer_token_embd.weight", all_layers, n_vocab);
-    per_layer_inputs_.model_proj = bind.matrix("per_layer_model_proj.weight", n_embd, all_layers);
+    bind_matrix(per_layer_inputs_.token_embd, "per_layer_token_embd.weight", all_layers, n_vocab);
+    bind_matrix(per_layer_inputs_.model_proj, "per_layer_model_proj.weight", n_embd, all_layers);
     per_layer_inputs_.proj_norm = bind.vector("per_layer_proj_norm.weight", config_.n_embd_per_layer);
+  }
+  convert_matrices(bindings, options);
+  // A tied output reads the embedding matrix in the type it was converted to, as in a file
+  // that llama.cpp quantized (it has no output.weight to give the output type to).
+  if (output_tied_) output_ = token_embd_;
+}
+
+void Model::convert_matrices(const std::vector<MatrixBinding>& bindings, const ModelLoadOptions& options) {
+  if (!options.conversion.converts_anything()) return;
+  std::vector<std::pair<WeightMatrix*, GgmlType>> pending;
+  for (const MatrixBinding& binding : bindings) {
+    const WeightMatrix& view = *binding.matrix;
+    const GgmlType target =
+        target_type_on_load(options.conversion, weight_role_of(binding.tensor), view.type, view.cols);
+    if (target == view.type) continue;
+    pending.emplace_back(binding.matrix, target);
+    converted_weights_.push_back({binding.tensor, target});
+  }
+  if (pending.empty()) return;
+  const auto report = [&](int done) {
+    if (options.conversion_progress) options.conversion_progress(done, static_cast<int>(pending.size()));
+  };
+  report(0);
+  ThreadPool pool(options.conversion_threads);
+  converted_bytes_.reserve(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    auto [view, target] = pending[i];
+    ConvertedMatrix converted = convert_matrix(*view, target, pool);
+    *view = converted.view;
+    converted_bytes_.push_back(std::move(converted.bytes));
+    report(static_cast<int>(i + 1));
   }
 }
 

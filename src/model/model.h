@@ -1,14 +1,19 @@
 // A loaded Gemma model: its configuration and views of every weight in the mapped GGUF file.
-// Large matrices stay in their GGUF encoding; the small per-channel vectors (norm weights,
-// RoPE frequency factors, layer scalars) are decoded to f32 once at load.
+// Large matrices stay in their GGUF encoding unless the load converts them (quantization on
+// load, load_conversion.h): then the model owns the converted bytes and the views point there.
+// The small per-channel vectors (norm weights, RoPE frequency factors, layer scalars) are
+// decoded to f32 once at load.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/gguf.h"
+#include "model/load_conversion.h"
+#include "model/matrix_conversion.h"
 #include "model/model_config.h"
 #include "model/weight_matrix.h"
 
@@ -44,12 +49,25 @@ struct PerLayerInputWeights {
   std::vector<float> proj_norm;       // per_layer_proj_norm: [n_embd_per_layer]
 };
 
+struct ModelLoadOptions {
+  LoadConversion conversion;  // default: every weight in its stored type
+  int conversion_threads = 0;  // 0: all hardware threads
+  // Called before the first conversion (done 0) and after each converted matrix.
+  std::function<void(int done, int total)> conversion_progress;
+};
+
+// A weight matrix that the load converted, and the type it is used in.
+struct ConvertedWeight {
+  std::string tensor;
+  GgmlType type;
+};
+
 class Model {
  public:
   // Opens, validates and binds a GGUF model; throws channel::Error with a message naming the
   // file and the problem.
-  static std::shared_ptr<const Model> load(const std::string& path);
-  static std::shared_ptr<const Model> from_gguf(GgufFile file);
+  static std::shared_ptr<const Model> load(const std::string& path, const ModelLoadOptions& options = {});
+  static std::shared_ptr<const Model> from_gguf(GgufFile file, const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const GgufFile& gguf() const { return file_; }
@@ -59,9 +77,13 @@ class Model {
   const std::vector<float>& output_norm() const { return output_norm_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const PerLayerInputWeights& per_layer_inputs() const { return per_layer_inputs_; }  // E-models only
+  // The matrices the load converted, in load order (empty without a conversion).
+  const std::vector<ConvertedWeight>& converted_weights() const { return converted_weights_; }
 
  private:
-  explicit Model(GgufFile file);
+  struct MatrixBinding;
+  Model(GgufFile file, const ModelLoadOptions& options);
+  void convert_matrices(const std::vector<MatrixBinding>& bindings, const ModelLoadOptions& options);
 
   GgufFile file_;
   ModelConfig config_;
@@ -71,6 +93,8 @@ class Model {
   std::vector<float> output_norm_;
   std::vector<LayerWeights> layers_;
   PerLayerInputWeights per_layer_inputs_;
+  std::vector<ConvertedWeight> converted_weights_;
+  std::vector<MatrixBytes> converted_bytes_;  // what the converted views point into
 };
 
 }  // namespace channel

@@ -5,6 +5,7 @@
 //   llama_oracle eval     --model M --tokens 2,17,4 --logits-out FILE   all-position logits
 //   llama_oracle generate --model M --tokens 2,17,4 -n N                greedy continuation
 //   llama_oracle variants                                               llama.cpp CPU variants here
+//   llama_oracle quantize --model M --out Q --type q4_0 [--output-type q8_0] [--token-embedding-type bf16]
 //
 // eval feeds the tokens as given (no BOS is added) in a single batch, writes the logits of every
 // position as raw little-endian f32 (n_tokens rows of n_vocab) and prints the argmax of each
@@ -17,6 +18,9 @@
 // on a line "cpu_variant: NAME". variants prints one line per variant this CPU runs
 // ("variant: NAME SCORE FEATURE,FEATURE,...", best score first), then "default: NAME" (what llama.cpp
 // alone would load) and "reference: NAME" (what --cpu-variant reference loads, its default).
+// quantize writes M quantized by llama_model_quantize as `llama-quantize --pure` does (every
+// quantizable matrix to --type), with llama-quantize's --output-tensor-type and
+// --token-embedding-type overrides: the reference for Channel's quantization on load.
 #include <CLI/CLI.hpp>
 #include <ggml-backend.h>
 #include <llama.h>
@@ -48,6 +52,11 @@ struct Options {
   std::string cpu_variant = "reference";
   bool no_repack = false;
   bool verbose = false;
+  // quantize
+  std::string quantized_out;
+  std::string quant_type;
+  std::string output_type;
+  std::string token_embedding_type;
 };
 
 // llama.cpp logs model loading in detail; without --verbose only its errors get through.
@@ -202,6 +211,32 @@ const oracle::CpuVariant& choose_variant(const std::vector<oracle::CpuVariant>& 
   throw std::runtime_error("llama.cpp CPU variant '" + name + "' is not installed or does not run on this CPU");
 }
 
+// The ggml type and the llama_ftype of a --type name (the five types Channel computes with).
+struct QuantType {
+  ggml_type type;
+  llama_ftype ftype;
+};
+QuantType quant_type_named(const std::string& name) {
+  if (name == "f32") return {GGML_TYPE_F32, LLAMA_FTYPE_ALL_F32};
+  if (name == "f16") return {GGML_TYPE_F16, LLAMA_FTYPE_MOSTLY_F16};
+  if (name == "bf16") return {GGML_TYPE_BF16, LLAMA_FTYPE_MOSTLY_BF16};
+  if (name == "q8_0") return {GGML_TYPE_Q8_0, LLAMA_FTYPE_MOSTLY_Q8_0};
+  if (name == "q4_0") return {GGML_TYPE_Q4_0, LLAMA_FTYPE_MOSTLY_Q4_0};
+  throw std::runtime_error("unknown type '" + name + "' (use f32, f16, bf16, q8_0 or q4_0)");
+}
+
+void run_quantize(const Options& opt) {
+  llama_model_quantize_params params = llama_model_quantize_default_params();
+  params.nthread = opt.threads;
+  params.ftype = quant_type_named(opt.quant_type).ftype;
+  params.pure = true;
+  if (!opt.output_type.empty()) params.output_tensor_type = quant_type_named(opt.output_type).type;
+  if (!opt.token_embedding_type.empty()) params.token_embedding_type = quant_type_named(opt.token_embedding_type).type;
+  if (llama_model_quantize(opt.model.c_str(), opt.quantized_out.c_str(), &params) != 0) {
+    throw std::runtime_error("llama_model_quantize failed on " + opt.model);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,6 +268,15 @@ int main(int argc, char** argv) {
   generate->add_option("-n", opt.n_generate, "tokens to generate")->required()->check(CLI::PositiveNumber);
   CLI::App* variants = app.add_subcommand("variants", "the llama.cpp CPU variants this CPU runs");
   variants->add_flag("--verbose", opt.verbose, "show llama.cpp's log");
+  CLI::App* quantize = app.add_subcommand("quantize", "llama_model_quantize, as llama-quantize --pure");
+  quantize->add_option("-m,--model", opt.model, "GGUF model to quantize")->required()->check(CLI::ExistingFile);
+  quantize->add_option("--out", opt.quantized_out, "quantized GGUF to write")->required();
+  quantize->add_option("--type", opt.quant_type, "type of every quantizable matrix: f32 f16 bf16 q8_0 q4_0")->required();
+  quantize->add_option("--output-type", opt.output_type, "output.weight's type (llama-quantize --output-tensor-type)");
+  quantize->add_option("--token-embedding-type", opt.token_embedding_type,
+                       "token_embd's and per_layer_token_embd's type (llama-quantize --token-embedding-type)");
+  quantize->add_option("-t,--threads", opt.threads, "threads")->capture_default_str()->check(CLI::PositiveNumber);
+  quantize->add_flag("--verbose", opt.verbose, "show llama.cpp's log");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -242,6 +286,10 @@ int main(int argc, char** argv) {
     const oracle::CpuVariant& reference_variant = oracle::reference_cpu_variant(supported);
     if (*variants) {
       print_variants(supported, default_variant, reference_variant);
+      return 0;
+    }
+    if (*quantize) {
+      run_quantize(opt);
       return 0;
     }
     const oracle::CpuVariant& chosen = choose_variant(supported, default_variant, reference_variant, opt.cpu_variant);
