@@ -9,18 +9,16 @@
 #include <optional>
 
 #include "core/error.h"
+#include "fuzz/fuzz_properties.h"
 #include "model/gguf.h"
 #include "model/quantize.h"
 #include "unit/model/gguf_samples.h"
 
 namespace {
 
-using namespace channel;
+using channel::fuzz::violated;
 
-[[noreturn]] void violated(const char* property) {
-  std::fprintf(stderr, "fuzz_gguf: property violated: %s\n", property);
-  std::abort();
-}
+using namespace channel;
 
 // Reads every part of `value` through the typed accessors; the sum keeps the reads alive.
 uint64_t touch(const GgufValue& value) {

@@ -12,20 +12,18 @@
 #include <span>
 #include <vector>
 
+#include "fuzz/fuzz_properties.h"
 #include "protocol/frame_reader.h"
 #include "protocol/inbound.h"
 #include "protocol/outbound.h"
 
 namespace {
 
+using channel::fuzz::violated;
+
 using namespace channel::protocol;
 
 constexpr uint32_t kVocabSize = 262144;  // Gemma 4's
-
-[[noreturn]] void violated(const char* property) {
-  std::fprintf(stderr, "fuzz_protocol: property violated: %s\n", property);
-  std::abort();
-}
 
 // Reads the whole stream, pushing it in pieces of the sizes `next_size` gives.
 template <typename NextSize>

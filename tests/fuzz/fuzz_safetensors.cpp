@@ -9,17 +9,15 @@
 #include <vector>
 
 #include "core/error.h"
+#include "fuzz/fuzz_properties.h"
 #include "model/quantize.h"
 #include "model/safetensors.h"
 
 namespace {
 
-using namespace channel;
+using channel::fuzz::violated;
 
-[[noreturn]] void violated(const char* property) {
-  std::fprintf(stderr, "fuzz_safetensors: property violated: %s\n", property);
-  std::abort();
-}
+using namespace channel;
 
 uint64_t touch_everything(const SafetensorsFile& file, size_t input_bytes) {
   uint64_t sum = 0, covered = 0, next = 0;

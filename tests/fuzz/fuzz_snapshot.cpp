@@ -15,24 +15,14 @@
 #include "core/error.h"
 #include "core/fnv1a.h"
 #include "engine/snapshot.h"
+#include "fuzz/fuzz_properties.h"
 #include "kv/ring.h"
 
 namespace {
 
-[[noreturn]] void violated(const char* property) {
-  std::fprintf(stderr, "fuzz_snapshot: property violated: %s\n", property);
-  std::abort();
-}
-
-uint64_t read_le(const std::vector<uint8_t>& bytes, size_t at, size_t n) {
-  uint64_t value = 0;
-  for (size_t i = 0; i < n; ++i) value |= uint64_t{bytes[at + i]} << (8 * i);
-  return value;
-}
-
-void write_u64(std::vector<uint8_t>& bytes, size_t at, uint64_t value) {
-  for (size_t i = 0; i < 8; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
-}
+using channel::fuzz::read_le;
+using channel::fuzz::violated;
+using channel::fuzz::write_u64;
 
 // Rewrites the header checksum and each section's checksum (over the bytes the section's length
 // covers, as far as there are any) as far as the layout of docs/snapshot-format.md can be followed.
