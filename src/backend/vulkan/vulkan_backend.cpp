@@ -14,6 +14,7 @@
 
 #include "backend/backend_checks.h"
 #include "backend/vulkan/device_matrix.h"
+#include "backend/vulkan/shader_push.h"
 #include "core/error.h"
 #include "model/rope.h"
 
@@ -31,63 +32,6 @@ constexpr uint32_t kNormWorkgroup = 256;
 constexpr uint32_t kElementWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;
 constexpr uint32_t kAttentionWorkgroup = 128;
-
-// Push constants, laid out as the shaders' std430 blocks (shaders/*.comp).
-struct EmbedPush {
-  uint64_t table, scales, tokens, dst;
-  uint32_t row_bytes, n_embd;
-  float scale;
-  uint32_t n_tokens;
-};
-static_assert(sizeof(EmbedPush) == 48);
-
-struct NormPush {
-  uint64_t x, weight, dst, residual;
-  uint32_t n, x_stride, dst_stride;
-  float eps, out_scale;
-  uint32_t n_rows;
-};
-static_assert(sizeof(NormPush) == 56);
-
-struct NormQuantizePush {
-  uint64_t x, weight, residual, next_weight, q, d;
-  uint32_t n;
-  float eps, out_scale;
-  uint32_t n_rows;
-};
-static_assert(sizeof(NormQuantizePush) == 64);
-
-struct GegluQuantizePush {
-  uint64_t gate, up, q, d;
-  uint32_t n, pad;
-};
-static_assert(sizeof(GegluQuantizePush) == 40);
-
-struct InputsPush {
-  uint64_t q, k, v, q_norm, k_norm, rope, slots, k_cache, v_cache;
-  uint32_t head_dim, n_head, n_head_kv, n_rot;
-  float query_scale, eps;
-  uint32_t v_norm, n_tokens;
-};
-static_assert(sizeof(InputsPush) == 104);
-
-struct AttentionPush {
-  uint64_t q, k_cache, v_cache, view, slot_positions, positions, dst;
-  uint32_t n_view, head_dim, n_head, n_head_kv;
-  int32_t sliding_window;
-  uint32_t n_tokens;
-  uint32_t scheme;
-  int32_t first_cell;
-  uint32_t n_chunks, chunk_cells;
-  uint64_t partials;
-};
-static_assert(sizeof(AttentionPush) == 104);
-
-struct CombinePush {
-  uint64_t partials, dst;
-  uint32_t n_head, n_chunks, head_dim, pad;
-};
-static_assert(sizeof(CombinePush) == 32);
 
 // The attention scheme of llama.cpp's CPU flash attention, which the CPU backend follows and the
 // attention shaders reproduce (backend/cpu/attention.h): batches of 64+ tokens tiled (head sizes
@@ -124,32 +68,6 @@ AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_vie
   }
   return a;
 }
-
-struct GegluPush {
-  uint64_t gate, up, dst;
-  uint32_t n, pad;
-};
-static_assert(sizeof(GegluPush) == 32);
-
-struct SoftcapPush {
-  uint64_t x;
-  uint32_t n;
-  float cap, inverse_cap;
-  uint32_t pad;
-};
-static_assert(sizeof(SoftcapPush) == 24);
-
-struct RotatePush {
-  uint64_t slots, first_move, cos_sin, k_cache, k_as_written;
-  uint32_t n_head_kv, head_dim, n_rot, n_slots;
-};
-static_assert(sizeof(RotatePush) == 56);
-
-struct CopyRowsPush {
-  uint64_t src, dst, src_rows, dst_rows;
-  uint32_t n, width;
-};
-static_assert(sizeof(CopyRowsPush) == 40);
 
 uint32_t groups_for(uint64_t n, uint32_t per_group) { return static_cast<uint32_t>((n + per_group - 1) / per_group); }
 

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/activation_quant.h"
 #include "backend/cpu/ops.h"
+#include "backend/vulkan/shader_push.h"
 #include "core/half.h"
 #include "kernel_test_support.h"
 
@@ -19,15 +20,6 @@ namespace channel::vulkan {
 namespace {
 
 using namespace channel::vulkan::testing;
-
-// norm_quantize.comp's push constants (std430).
-struct NormQuantizePush {
-  uint64_t x, weight, residual, next_weight, q, d;
-  uint32_t n;
-  float eps, out_scale;
-  uint32_t n_rows;
-};
-static_assert(sizeof(NormQuantizePush) == 64);
 
 struct NormCase {
   uint32_t n, rows, workgroup;

@@ -1,0 +1,91 @@
+// The push constants of the forward pass's shaders, laid out as their std430 blocks
+// (shaders/*.comp): the backend records them, the kernel tests dispatch the shaders with them.
+#pragma once
+
+#include <cstdint>
+
+namespace channel::vulkan {
+
+struct EmbedPush {
+  uint64_t table, scales, tokens, dst;
+  uint32_t row_bytes, n_embd;
+  float scale;
+  uint32_t n_tokens;
+};
+static_assert(sizeof(EmbedPush) == 48);
+
+struct NormPush {
+  uint64_t x, weight, dst, residual;
+  uint32_t n, x_stride, dst_stride;
+  float eps, out_scale;
+  uint32_t n_rows;
+};
+static_assert(sizeof(NormPush) == 56);
+
+struct NormQuantizePush {
+  uint64_t x, weight, residual, next_weight, q, d;
+  uint32_t n;
+  float eps, out_scale;
+  uint32_t n_rows;
+};
+static_assert(sizeof(NormQuantizePush) == 64);
+
+struct GegluQuantizePush {
+  uint64_t gate, up, q, d;
+  uint32_t n, pad;
+};
+static_assert(sizeof(GegluQuantizePush) == 40);
+
+struct InputsPush {
+  uint64_t q, k, v, q_norm, k_norm, rope, slots, k_cache, v_cache;
+  uint32_t head_dim, n_head, n_head_kv, n_rot;
+  float query_scale, eps;
+  uint32_t v_norm, n_tokens;
+};
+static_assert(sizeof(InputsPush) == 104);
+
+struct AttentionPush {
+  uint64_t q, k_cache, v_cache, view, slot_positions, positions, dst;
+  uint32_t n_view, head_dim, n_head, n_head_kv;
+  int32_t sliding_window;
+  uint32_t n_tokens;
+  uint32_t scheme;
+  int32_t first_cell;
+  uint32_t n_chunks, chunk_cells;
+  uint64_t partials;
+};
+static_assert(sizeof(AttentionPush) == 104);
+
+struct CombinePush {
+  uint64_t partials, dst;
+  uint32_t n_head, n_chunks, head_dim, pad;
+};
+static_assert(sizeof(CombinePush) == 32);
+
+struct GegluPush {
+  uint64_t gate, up, dst;
+  uint32_t n, pad;
+};
+static_assert(sizeof(GegluPush) == 32);
+
+struct SoftcapPush {
+  uint64_t x;
+  uint32_t n;
+  float cap, inverse_cap;
+  uint32_t pad;
+};
+static_assert(sizeof(SoftcapPush) == 24);
+
+struct RotatePush {
+  uint64_t slots, first_move, cos_sin, k_cache, k_as_written;
+  uint32_t n_head_kv, head_dim, n_rot, n_slots;
+};
+static_assert(sizeof(RotatePush) == 56);
+
+struct CopyRowsPush {
+  uint64_t src, dst, src_rows, dst_rows;
+  uint32_t n, width;
+};
+static_assert(sizeof(CopyRowsPush) == 40);
+
+}  // namespace channel::vulkan
