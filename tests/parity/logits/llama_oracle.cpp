@@ -2,19 +2,22 @@
 // ids and reports what the parity tests compare Channel against. Its command line mirrors
 // `channel eval` so that run_parity.py can drive both the same way:
 //
-//   llama_oracle eval     --model M --tokens 2,17,4 --logits-out FILE   all-position logits
-//   llama_oracle generate --model M --tokens 2,17,4 -n N                greedy continuation
-//   llama_oracle variants                                               llama.cpp CPU variants here
+//   llama_oracle eval     --model M --tokens 2,17,4 --logits-out FILE [--greedy N]
+//                         [--tokens 2,9 --logits-out FILE2 ...]     all-position logits [+ greedy]
+//   llama_oracle variants                                             llama.cpp CPU variants here
 //   llama_oracle quantize --model M --out Q --type q4_0 [--output-type q8_0] [--token-embedding-type bf16]
 //
 // eval feeds the tokens as given (no BOS is added) in a single batch, writes the logits of every
 // position as raw little-endian f32 (n_tokens rows of n_vocab) and prints the argmax of each
-// position on a line "argmax: ...". generate prints the N greedily chosen ids (argmax of the raw
-// logits, ties to the lowest id) on a line "greedy: ...", as `channel eval --greedy N` does.
+// position on a line "argmax: ...". With --greedy N it then prints the N greedily chosen ids
+// (argmax of the raw logits, ties to the lowest id) on a line "greedy: ...", as `channel eval
+// --greedy N` does. Several --tokens (each with its --logits-out) are evaluated in order, each in
+// a context of its own, so that one process (one model load: about a second for a 262144-token
+// vocabulary) serves every prompt of a model; the lines come out in the same order.
 // Everything runs on the CPU, by default with llama.cpp's own defaults (flash attention auto, which
 // is on for the CPU; f16 KV cache; Q4_0 weights repacked); --flash-attn, --kv-type and --no-repack
 // change them, to see how far llama.cpp moves from itself (its noise floor for a parity threshold).
-// --cpu-variant loads one CPU variant library only (cpu_variants.h: why); eval and generate print it
+// --cpu-variant loads one CPU variant library only (cpu_variants.h: why); eval prints it
 // on a line "cpu_variant: NAME". variants prints one line per variant this CPU runs
 // ("variant: NAME SCORE FEATURE,FEATURE,...", best score first), then "default: NAME" (what llama.cpp
 // alone would load) and "reference: NAME" (what --cpu-variant reference loads, its default).
@@ -43,8 +46,8 @@ namespace {
 
 struct Options {
   std::string model;
-  std::string tokens;
-  std::string logits_out;
+  std::vector<std::string> prompts;  // --tokens, one per prompt
+  std::vector<std::string> logits_out;
   int n_generate = 0;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string flash_attn = "auto";
@@ -69,7 +72,8 @@ void log_filter(ggml_log_level level, const char* text, void* user_data) {
   if (show) std::fputs(text, stderr);
 }
 
-std::vector<llama_token> parse_tokens(const std::string& list) {
+// Comma-separated ids, each inside the model's vocabulary of n_vocab tokens.
+std::vector<llama_token> parse_tokens(const std::string& list, int32_t n_vocab) {
   std::vector<llama_token> tokens;
   size_t start = 0;
   while (start <= list.size()) {
@@ -83,6 +87,9 @@ std::vector<llama_token> parse_tokens(const std::string& list) {
       used = 0;
     }
     if (used == 0 || used != item.size()) throw std::runtime_error("bad token id '" + item + "' in --tokens");
+    if (value < 0 || value >= n_vocab) {
+      throw std::runtime_error("token id " + item + " is outside the vocabulary of " + std::to_string(n_vocab));
+    }
     tokens.push_back(value);
     start = end + 1;
   }
@@ -117,9 +124,9 @@ ModelPtr load_model(const Options& opt) {
   return model;
 }
 
-ContextPtr make_context(llama_model* model, const Options& opt, uint32_t n_prompt) {
+ContextPtr make_context(llama_model* model, const Options& opt, uint32_t n_prompt, int n_generate) {
   llama_context_params params = llama_context_default_params();
-  params.n_ctx = n_prompt + static_cast<uint32_t>(opt.n_generate);
+  params.n_ctx = n_prompt + static_cast<uint32_t>(n_generate);
   // The whole prompt is one ubatch (one graph run), as Channel takes it: llama.cpp picks kernels by
   // ubatch size (its CPU flash attention keeps Q and the V sum in f32 only from 64 queries on), so
   // a split prompt would be rounded differently.
@@ -245,7 +252,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto add_common = [&opt](CLI::App* cmd) {
     cmd->add_option("-m,--model", opt.model, "GGUF model")->required()->check(CLI::ExistingFile);
-    cmd->add_option("--tokens", opt.tokens, "comma-separated token ids, used as given (no BOS added)")->required();
+    cmd->add_option("--tokens", opt.prompts, "comma-separated token ids, used as given (no BOS added); repeatable")
+        ->required();
     cmd->add_option("-t,--threads", opt.threads, "CPU threads")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--flash-attn", opt.flash_attn, "flash attention (auto = llama.cpp's default)")
         ->capture_default_str()
@@ -260,12 +268,12 @@ int main(int argc, char** argv) {
     cmd->add_flag("--no-repack", opt.no_repack, "keep weights in their GGUF layout (no CPU_REPACK buffers)");
     cmd->add_flag("--verbose", opt.verbose, "show llama.cpp's log and the CPU features of the loaded backend");
   };
-  CLI::App* eval = app.add_subcommand("eval", "all-position logits of one batch");
+  CLI::App* eval = app.add_subcommand("eval", "all-position logits of each prompt, in one batch each");
   add_common(eval);
-  eval->add_option("--logits-out", opt.logits_out, "raw LE f32 file, n_tokens x n_vocab")->required();
-  CLI::App* generate = app.add_subcommand("generate", "greedy continuation");
-  add_common(generate);
-  generate->add_option("-n", opt.n_generate, "tokens to generate")->required()->check(CLI::PositiveNumber);
+  eval->add_option("--logits-out", opt.logits_out, "raw LE f32 file, n_tokens x n_vocab (one per --tokens)")
+      ->required();
+  eval->add_option("--greedy", opt.n_generate, "then continue each prompt greedily for N tokens")
+      ->check(CLI::NonNegativeNumber);
   CLI::App* variants = app.add_subcommand("variants", "the llama.cpp CPU variants this CPU runs");
   variants->add_flag("--verbose", opt.verbose, "show llama.cpp's log");
   CLI::App* quantize = app.add_subcommand("quantize", "llama_model_quantize, as llama-quantize --pure");
@@ -297,22 +305,23 @@ int main(int argc, char** argv) {
     std::printf("cpu_variant: %s\n", chosen.name.c_str());
     llama_backend_init();
 
-    const std::vector<llama_token> tokens = parse_tokens(opt.tokens);
+    if (opt.prompts.size() != opt.logits_out.size()) {
+      throw std::runtime_error(std::to_string(opt.prompts.size()) + " --tokens but " +
+                               std::to_string(opt.logits_out.size()) + " --logits-out: give one file per prompt");
+    }
     ModelPtr model = load_model(opt);
     const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model.get()));
-    for (llama_token t : tokens) {
-      if (t < 0 || t >= n_vocab) {
-        throw std::runtime_error("token id " + std::to_string(t) + " is outside the vocabulary of " +
-                                 std::to_string(n_vocab));
-      }
-    }
-    ContextPtr ctx = make_context(model.get(), opt, static_cast<uint32_t>(tokens.size()));
     if (opt.verbose) std::fprintf(stderr, "llama_oracle: %s\n", llama_print_system_info());
-
-    if (*eval) {
-      run_eval(ctx.get(), tokens, n_vocab, opt.logits_out);
-    } else {
-      run_generate(ctx.get(), tokens, n_vocab, opt.n_generate);
+    for (size_t i = 0; i < opt.prompts.size(); ++i) {
+      const std::vector<llama_token> tokens = parse_tokens(opt.prompts[i], n_vocab);
+      const auto n_prompt = static_cast<uint32_t>(tokens.size());
+      run_eval(make_context(model.get(), opt, n_prompt, 0).get(), tokens, n_vocab, opt.logits_out[i]);
+      // A context of its own, with only the last position's logits asked for: the graph of a plain
+      // generation, whose rounding the greedy comparison is about.
+      if (opt.n_generate > 0) {
+        run_generate(make_context(model.get(), opt, n_prompt, opt.n_generate).get(), tokens, n_vocab,
+                     opt.n_generate);
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "llama_oracle: %s\n", e.what());

@@ -187,14 +187,22 @@ def cpu_variants(oracle, requested):
     return CpuVariants(pinned, labelled_line(out, "default"))
 
 
-def oracle_eval(oracle, model, tokens, logits_path, variant):
-    """Runs llama_oracle eval on the variant; checks that it loaded that one; returns its stdout."""
-    out = run([oracle, "eval", "--model", model, "--tokens", ",".join(map(str, tokens)), "--logits-out", logits_path,
-               "--cpu-variant", variant]).stdout
+def oracle_eval(oracle, model, prompts, logits_paths, variant, greedy=0):
+    """Runs llama_oracle eval on the variant, one process for all `prompts` (each writes its
+    logits to the matching path; one model load instead of one per prompt); checks that it loaded
+    that variant. With greedy > 0 returns each prompt's greedy continuation (N ids), else []."""
+    command = [oracle, "eval", "--model", model, "--cpu-variant", variant]
+    for tokens, path in zip(prompts, logits_paths, strict=True):
+        command += ["--tokens", ",".join(map(str, tokens)), "--logits-out", path]
+    out = run(command + (["--greedy", greedy] if greedy else [])).stdout
     loaded = labelled_line(out, "cpu_variant")
     if loaded != variant:
         raise RuntimeError(f"llama_oracle loaded CPU variant {loaded}, not {variant}")
-    return out
+    continuations = [[int(word) for word in line.split(":", 1)[1].split()]
+                     for line in out.splitlines() if line.startswith("greedy:")]
+    if greedy and len(continuations) != len(prompts):
+        raise ValueError(f"llama_oracle printed {len(continuations)} greedy lines for {len(prompts)} prompts")
+    return continuations
 
 
 def print_table(header, rows):

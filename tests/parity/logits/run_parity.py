@@ -64,36 +64,60 @@ class Case:
                        self.model_same_argmax >= min_same_argmax and self.greedy_ok)
 
 
-def run_case(case, args, model, n_vocab):
-    tokens = make_prompt(case.prompt_length, n_vocab, args.seed)
-    common = ["--model", model, "--tokens", ",".join(map(str, tokens))]
-    greedy = args.greedy if case.wtype in GREEDY_TYPES else 0
-    ours_path = args.workdir / "channel.logits"
-    ref_path = args.workdir / "oracle.logits"
-    default_path = args.workdir / "oracle-default.logits"
-    try:
-        # channel eval continues greedily from the same prompt evaluation when asked to
-        greedy_flag = ["--greedy", greedy] if greedy else []
-        ours_out = run([args.channel, "eval", *common, "--backend", args.backend, "--logits-out", ours_path,
-                        *greedy_flag]).stdout
-        oracle_eval(args.oracle, model, tokens, ref_path, args.variants.pinned)
-        case.rel_l2, case.max_abs, case.same_argmax = compare_logits(
-            read_logits(ours_path, len(tokens), n_vocab), read_logits(ref_path, len(tokens), n_vocab))
-        if args.report_spread:
-            oracle_eval(args.oracle, model, tokens, default_path, args.variants.default)
-            case.default_spread = compare_logits(read_logits(default_path, len(tokens), n_vocab),
-                                                 read_logits(ref_path, len(tokens), n_vocab))[0]
-    finally:  # 300 positions of a 262144-token vocabulary are 315 MB per file
-        for path in (ours_path, ref_path, default_path):
-            path.unlink(missing_ok=True)
+def run_channel(args, model, tokens, logits_path, greedy):
+    """channel eval of a prompt (continued greedily for `greedy` tokens); returns the greedy ids."""
+    out = run([args.channel, "eval", "--model", model, "--tokens", ",".join(map(str, tokens)), "--backend", args.backend,
+               "--logits-out", logits_path, *(["--greedy", greedy] if greedy else [])]).stdout
+    return labelled_ids(out, "greedy") if greedy else []
 
-    if greedy:
-        ours = labelled_ids(ours_out, "greedy")
-        ref = labelled_ids(run([args.oracle, "generate", *common, "-n", greedy, "--cpu-variant",
-                                args.variants.pinned]).stdout, "greedy")
-        matched = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), min(len(ours), len(ref)))
-        case.greedy = f"{matched}/{greedy}"
-        case.greedy_ok = ours == ref and len(ref) == greedy
+
+def compare_case(case, n_tokens, n_vocab, ours_path, ref_path, default_path, ours_greedy, ref_greedy):
+    case.rel_l2, case.max_abs, case.same_argmax = compare_logits(read_logits(ours_path, n_tokens, n_vocab),
+                                                                 read_logits(ref_path, n_tokens, n_vocab))
+    if default_path:
+        case.default_spread = compare_logits(read_logits(default_path, n_tokens, n_vocab),
+                                             read_logits(ref_path, n_tokens, n_vocab))[0]
+    if ref_greedy is not None:
+        matched = next((i for i, (a, b) in enumerate(zip(ours_greedy, ref_greedy)) if a != b),
+                       min(len(ours_greedy), len(ref_greedy)))
+        case.greedy = f"{matched}/{len(ref_greedy)}"
+        case.greedy_ok = ours_greedy == ref_greedy and len(ref_greedy) == len(ours_greedy)
+
+
+def run_cases(cases, args, model, n_vocab):
+    """Channel on each prompt, then llama.cpp on all of them in one process per variant (a model
+    load costs more than a short prompt), then the comparisons; an error fails the cases it touches."""
+    prompts = [make_prompt(case.prompt_length, n_vocab, args.seed) for case in cases]
+    paths = {name: [args.workdir / f"{name}-{i}.logits" for i in range(len(cases))]
+             for name in ("channel", "oracle", "oracle-default")}
+    greedy = args.greedy if cases[0].wtype in GREEDY_TYPES else 0
+    try:
+        ours_greedy = []
+        for case, tokens, path in zip(cases, prompts, paths["channel"]):
+            print(f"{case.arch} {case.wtype}: prompt of {case.prompt_length} tokens", file=sys.stderr)
+            try:
+                ours_greedy.append(run_channel(args, model, tokens, path, greedy))
+            except (RuntimeError, ValueError) as e:
+                case.error = str(e)
+                ours_greedy.append(None)
+        ref_greedy = oracle_eval(args.oracle, model, prompts, paths["oracle"], args.variants.pinned, greedy)
+        if args.report_spread:
+            oracle_eval(args.oracle, model, prompts, paths["oracle-default"], args.variants.default)
+        for i, case in enumerate(cases):
+            if case.error:  # channel eval failed on it
+                continue
+            try:
+                compare_case(case, len(prompts[i]), n_vocab, paths["channel"][i], paths["oracle"][i],
+                             paths["oracle-default"][i] if args.report_spread else None, ours_greedy[i],
+                             ref_greedy[i] if greedy else None)
+            except ValueError as e:
+                case.error = str(e)
+    except (RuntimeError, ValueError) as e:
+        for case in cases:
+            case.error = case.error or str(e)
+    finally:  # 300 positions of a 262144-token vocabulary are 315 MB per file
+        for path in (p for group in paths.values() for p in group):
+            path.unlink(missing_ok=True)
 
 
 def run_model(arch, wtype, args, n_vocab):
@@ -108,12 +132,7 @@ def run_model(arch, wtype, args, n_vocab):
         for case in cases:
             case.error = f"synth: {e}"
         return cases
-    for case in cases:
-        print(f"{arch} {wtype}: prompt of {case.prompt_length} tokens", file=sys.stderr)
-        try:
-            run_case(case, args, model, n_vocab)
-        except (RuntimeError, ValueError) as e:
-            case.error = str(e)
+    run_cases(cases, args, model, n_vocab)
     compared = [c for c in cases if c.same_argmax is not None]
     positions = sum(c.prompt_length for c in compared)
     agreement = sum(c.same_argmax * c.prompt_length for c in compared) / positions if positions else 0.0

@@ -242,7 +242,7 @@ def run_shape(shape, targets, args, n_vocab):
     tokens = make_prompt(shape.prompt_length, n_vocab, (shape.seed, shape.index))
     try:
         run([args.channel, "model", "synth", "--vocab", args.vocab, "--out", model, *shape.synth_flags()])
-        oracle_eval(args.oracle, model, tokens, ref_path, args.variants.pinned)
+        oracle_eval(args.oracle, model, [tokens], [ref_path], args.variants.pinned)
         ref = read_logits(ref_path, len(tokens), n_vocab)
         for result in results:
             try:
