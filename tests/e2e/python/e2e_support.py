@@ -194,10 +194,12 @@ class EngineTestCase(unittest.TestCase):
 
     model = "scripted"
     config: Dict[str, Any] = {"temp": 0.0, "max_tokens": 64}
+    # Options of ``self.client``'s engine (e.g. --no-memory).
+    engine_args: Sequence[str] = ()
     starts_engine = True
 
     def setUp(self) -> None:
-        self.client = self.start_engine() if self.starts_engine else None
+        self.client = self.start_engine(extra_args=self.engine_args) if self.starts_engine else None
 
     def start_engine(self, kind: Optional[str] = None, extra_args: Sequence[str] = (), **config: Any) -> Client:
         client = Client(binary(), model_path(kind or self.model), [*ENGINE_ARGS, *extra_args],
