@@ -74,6 +74,15 @@ class SessionTest : public ::testing::Test {
     model_ = Model::load(testing::synthesize(dir_, o, "scripted.gguf"));
   }
 
+  // The scripted model with a recall cue (SynthOptions::recall_cue): `answer` only where
+  // `memory`'s KV is visible to its global layer.
+  void use_recall_cue_model(std::vector<int32_t> script, int32_t memory, int32_t answer) {
+    SynthOptions o = synth_options(testing::peer_gemma4_vocab()->string());
+    o.script = {std::move(script)};
+    o.recall_cue = SynthOptions::RecallCue{memory, answer};
+    model_ = Model::load(testing::synthesize(dir_, o, "recall_cue.gguf"));
+  }
+
   // Greedy unless told otherwise: reproducible turns.
   static SessionConfig session_config(uint32_t max_tokens, float temperature, uint64_t seed) {
     SessionConfig config;
@@ -424,6 +433,41 @@ TEST_F(SessionTest, EachPrefillOfHostInputRecallsWithTheInputAsTheQuery) {
   before = accesses();
   session->tool_return("lookup", "{}", events);
   EXPECT_GT(accesses(), before);
+}
+
+// Issue 10's tests (2) and (3): on a model built so that only a recalled episode can give the
+// answer (use_recall_cue_model), a session with memory in a file writes `memory` after the
+// prompt (its script) and then `answer` (memory is in the stream now); that episode is stored.
+// An engine restarted on the store recalls it before its first prefill, and the same prompt
+// gets `answer` at once; without the store it gets `memory`, as the first session did.
+TEST_F(SessionTest, OnlyARecalledEpisodeGivesTheAnswerAlsoAfterARestart) {
+  const SpecialTokens special = SpecialTokens::find(Tokenizer::from_gguf(model_->gguf()), ModelArch::Gemma4);
+  const int32_t memory = 10000, answer = 10001;
+  use_recall_cue_model({special.channel_close, memory}, memory, answer);
+  const std::string path = dir_.file("recall.mem");
+  const EpisodicMemoryOptions stored{.enabled = true, .capacity = 8, .path = path};
+  {
+    auto first = make_session(4);
+    first->configure_memory(stored);
+    Recorder events;
+    first->input_text("Hi", 0, events);
+    EXPECT_EQ(events.tokens, (std::vector<int32_t>{memory, answer, answer, answer}));
+    ASSERT_EQ(first->episodes().episodes().size(), 1u);
+  }
+  auto restarted = make_session(4);
+  restarted->configure_memory(stored);
+  ASSERT_EQ(restarted->episodes().episodes().size(), 1u);
+  Recorder recalled;
+  restarted->input_text("Hi", 0, recalled);
+  EXPECT_EQ(restarted->stream().ring().state().recall_count, 4u);
+  ASSERT_FALSE(recalled.tokens.empty());
+  EXPECT_EQ(recalled.tokens.front(), answer);
+
+  auto forgetful = make_session(4);
+  Recorder plain;
+  forgetful->input_text("Hi", 0, plain);
+  ASSERT_FALSE(plain.tokens.empty());
+  EXPECT_EQ(plain.tokens.front(), memory);
 }
 
 TEST_F(SessionTest, AnAbortedBurstCommitsAnInterruptedEpisodeAndMemCommitTheRest) {
