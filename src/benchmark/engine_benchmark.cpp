@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <system_error>
@@ -11,6 +12,9 @@
 
 #include "core/error.h"
 #include "core/split_mix.h"
+#include "engine/episode_format.h"
+#include "engine/episode_scoring.h"
+#include "engine/episode_stage.h"
 #include "engine/session.h"
 #include "engine/stream_context.h"
 #include "kv/geometry.h"
@@ -24,6 +28,21 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 // The stream a full-ring decode runs at: every ring slot written and the ring wrapped once.
 constexpr int64_t kFullRingDepth = kv::kRecallBase + 64;
+// The memory scan's store: issue 10's figure is the scan of 10,000 episodes.
+constexpr uint32_t kMemoryScanEpisodes = 10'000;
+
+// `width` normal values scaled to unit length, as centroids and queries are.
+std::vector<float> unit_vector(SplitMix64& random, uint32_t width) {
+  std::vector<float> v(width);
+  double squares = 0.0;
+  for (float& x : v) {
+    x = random.normal();
+    squares += double{x} * x;
+  }
+  const auto inverse_norm = static_cast<float>(1.0 / std::sqrt(squares));
+  for (float& x : v) x *= inverse_norm;
+  return v;
+}
 
 class RandomTokens {
  public:
@@ -78,6 +97,7 @@ class Bench {
     decode_at_depth_zero();
     if (options_.full_ring) decode_with_full_ring();
     session_figures();
+    memory_figures();
     return result_;
   }
 
@@ -189,6 +209,48 @@ class Bench {
       throw;
     }
     remove_file();
+  }
+
+  void memory_figures() {
+    const ModelConfig& config = model_->config();
+    const auto width = static_cast<uint32_t>(config.n_embd);
+    progress_(fmt::format("memory: a store of {} episodes of width {}", kMemoryScanEpisodes, width));
+    // Only the centroids and the recall statistics enter the score; the episodes carry no KV here.
+    EpisodeStore store(kMemoryScanEpisodes);
+    SplitMix64 random(options_.seed);
+    for (uint32_t i = 0; i < kMemoryScanEpisodes; ++i) {
+      Episode episode;
+      episode.created_ms = episode.last_accessed_ms = i;
+      episode.centroid = unit_vector(random, width);
+      store.add(std::move(episode));
+    }
+    const std::vector<float> query = unit_vector(random, width);
+    const int64_t now_ms = kMemoryScanEpisodes;  // just after the newest episode
+    // A recall before a prefill ranks the best 128 (session_memory.cpp).
+    result_.memory_scan_ms = repeat(fmt::format("memory scan, {} episodes (ms)", kMemoryScanEpisodes), [&] {
+      const auto start = Clock::now();
+      best_episodes(store, query, now_ms, kv::kRecallSlots);
+      return 1000.0 * seconds_since(start);
+    });
+    result_.memory_scan_episodes = kMemoryScanEpisodes;
+    result_.memory_scan_width = width;
+    result_.memory_scan_bytes = uint64_t{kMemoryScanEpisodes} * width * sizeof(float);
+
+    // A full episode as the store file holds it (docs/memory-format.md): a record's size does
+    // not depend on the fingerprint, only on the geometry.
+    const EpisodeFileHeader header = episode_file_header(0, config);
+    Episode full;
+    full.centroid.assign(width, 0.0f);
+    const size_t n = EpisodeStage::kCapacity;
+    full.tokens.assign(n, 0);
+    full.clocks.assign(n, 0);
+    full.kv.slots.assign(n, 0);
+    full.kv.positions.assign(n, 0);
+    full.kv.moved_by.assign(n, 0);
+    for (uint32_t kv_width : header.kv_widths) {
+      full.kv.layers.push_back({std::vector<uint16_t>(n * kv_width), std::vector<uint16_t>(n * kv_width)});
+    }
+    result_.memory_episode_disk_bytes = encode_episode_record(full, header).size();
   }
 
   std::shared_ptr<const Model> model_;

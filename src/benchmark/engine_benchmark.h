@@ -35,6 +35,15 @@ struct BenchmarkResult {
   uint64_t snapshot_bytes = 0;
   uint32_t snapshot_slots = 0;     // live KV slots the snapshot holds
   std::string session_skipped;     // why the probe and snapshot figures are missing, if they are
+  // Episodic memory: one recall's scan (every episode scored, the best 128 picked) of a store of
+  // memory_scan_episodes episodes whose centroids are the model's width, and what one full
+  // episode (64 tokens with their KV on every layer) takes in the store file.
+  Summary memory_scan_ms;
+  uint32_t memory_scan_episodes = 0;
+  uint32_t memory_scan_width = 0;
+  uint64_t memory_scan_bytes = 0;  // the centroids read
+  double memory_scan_gb_s() const { return memory_scan_ms.count ? memory_scan_bytes / (memory_scan_ms.median * 1e6) : 0.0; }
+  uint64_t memory_episode_disk_bytes = 0;
 };
 
 // Progress lines for a person watching (stderr); the result carries every figure.

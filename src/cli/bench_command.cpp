@@ -1,5 +1,5 @@
-// `channel bench`: prefill, decode (depth 0 and with the ring full), probe and snapshot figures
-// of one model on one backend; a table on stdout and, with --json, one JSON object as the last
+// `channel bench`: prefill, decode (depth 0 and with the ring full), probe, snapshot and memory
+// figures of one model on one backend; a table on stdout and, with --json, one JSON object as the last
 // line. Progress goes to stderr.
 #include <fmt/format.h>
 
@@ -45,6 +45,11 @@ void print_table(const BenchCliOptions& o, const BenchmarkResult& r, const Backe
             fmt::format("{:.1f} MiB, {} slots", r.snapshot_bytes / 1048576.0, r.snapshot_slots));
   print_row("snapshot load", r.snapshot_load_ms, "ms");
   if (!r.session_skipped.empty()) fmt::print("probe and snapshot: skipped ({})\n", r.session_skipped);
+  print_row(fmt::format("memory scan, {} episodes", r.memory_scan_episodes), r.memory_scan_ms, "ms",
+            fmt::format("width {}, {:.1f} MB of centroids, {:.2f} GB/s", r.memory_scan_width, r.memory_scan_bytes / 1e6,
+                        r.memory_scan_gb_s()));
+  fmt::print("episode store: {} bytes ({:.2f} MiB) per 64-token episode on disk\n", r.memory_episode_disk_bytes,
+             r.memory_episode_disk_bytes / 1048576.0);
 }
 
 nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, const Backend& backend) {
@@ -65,6 +70,12 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
       {"snapshot_load_ms", median_json(r.snapshot_load_ms)},
       {"snapshot_bytes", r.snapshot_bytes},
       {"snapshot_slots", r.snapshot_slots},
+      {"memory_scan_ms", median_json(r.memory_scan_ms)},
+      {"memory_scan_episodes", r.memory_scan_episodes},
+      {"memory_scan_width", r.memory_scan_width},
+      {"memory_scan_bytes", r.memory_scan_bytes},
+      {"memory_scan_gb_s", r.memory_scan_gb_s()},
+      {"memory_episode_disk_bytes", r.memory_episode_disk_bytes},
   };
   if (!r.session_skipped.empty()) j["session_skipped"] = r.session_skipped;
   j["spread"] = {{"prefill_tok_s", summary_json(r.prefill_tok_s)},
@@ -72,7 +83,8 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
                  {"decode_full_ring_tok_s", summary_json(r.decode_full_ring_tok_s)},
                  {"probe_ms", summary_json(r.probe_ms)},
                  {"snapshot_save_ms", summary_json(r.snapshot_save_ms)},
-                 {"snapshot_load_ms", summary_json(r.snapshot_load_ms)}};
+                 {"snapshot_load_ms", summary_json(r.snapshot_load_ms)},
+                 {"memory_scan_ms", summary_json(r.memory_scan_ms)}};
   return j;
 }
 
@@ -91,7 +103,7 @@ void run_bench(BenchCliOptions& o) {
 void register_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchCliOptions>();
   CLI::App* bench = app.add_subcommand(
-      "bench", "Measure prefill, decode (depth 0 and ring full), probe and snapshot speed on random tokens");
+      "bench", "Measure prefill, decode (depth 0 and ring full), probe, snapshot and memory scan speed on random tokens");
   bench->add_option("-m,--model", o->model_path, "GGUF model file")->required()->check(CLI::ExistingFile);
   add_backend_options(*bench, o->backend);
   add_quantization_options(*bench, o->quantization);

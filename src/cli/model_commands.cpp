@@ -81,6 +81,7 @@ struct SynthCliOptions {
   std::optional<float> rotary_fraction, rope_scaling;
   bool global_v = false, no_layer_output_scale = false;
   std::vector<std::string> script;
+  std::string recall_memory, recall_answer;  // --recall-cue MEMORY ANSWER
 };
 
 GgmlType parse_type(const std::string& name) {
@@ -142,11 +143,20 @@ void run_synth(const SynthCliOptions& o) {
   if (o.rope_scaling) s.rope_scaling_factor = *o.rope_scaling;
   if (o.global_v) s.global_v_equals_k = false;
   if (o.no_layer_output_scale) s.layer_output_scale = false;
-  if (!o.script.empty()) {
+  if (!o.script.empty() || !o.recall_memory.empty()) {
     // Script texts are tokenized with the vocabulary's own tokenizer, special tokens included.
     const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(o.vocab));
-    for (const std::string& text : o.script) {
-      s.script.push_back(tokenizer.encode(text, /*add_special=*/false, /*parse_special=*/true));
+    const auto encode = [&tokenizer](const std::string& text) {
+      return tokenizer.encode(text, /*add_special=*/false, /*parse_special=*/true);
+    };
+    for (const std::string& text : o.script) s.script.push_back(encode(text));
+    if (!o.recall_memory.empty()) {
+      const auto one_token = [&](const std::string& text) {
+        const std::vector<int32_t> ids = encode(text);
+        if (ids.size() != 1) fail("--recall-cue: '{}' is {} tokens, not one", text, ids.size());
+        return ids.front();
+      };
+      s.recall_cue = SynthOptions::RecallCue{one_token(o.recall_memory), one_token(o.recall_answer)};
     }
   }
   synthesize_model(s, o.out);
@@ -224,6 +234,17 @@ void register_model_commands(CLI::App& app) {
                     "(repeatable; special tokens allowed; each token may have one successor). Such a model has no "
                     "other skill: it is for end-to-end tests of turn logic")
       ->type_name("TEXT");
+  synth->add_option_function<std::vector<std::string>>(
+            "--recall-cue",
+            [o](const std::vector<std::string>& cue) {
+              o->recall_memory = cue.at(0);
+              o->recall_answer = cue.at(1);
+            },
+            "with --script: make ANSWER (one token) the model's next token wherever the KV of MEMORY (one token, "
+            "without a successor in the script) is visible to the last global layer, in the stream or recalled "
+            "into the recall slots, and out of reach elsewhere: for end-to-end tests of episodic memory")
+      ->expected(2)
+      ->type_name("TOKEN");
   synth->footer("With --preset, the defaults of the geometry flags above are the preset's.");
   synth->callback([o] { run_synth(*o); });
 }

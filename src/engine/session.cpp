@@ -140,6 +140,7 @@ void Session::input_tokens(std::span<const int32_t> tokens, uint8_t flags, Sessi
   context_.ring().mark_span(kv::SpanType::User);
   if (!tokens.empty() && tokens.front() != special_.turn_close) close_open_turn();
   set_anchors_for_first_input(tokens, /*whole_input=*/false);
+  recall_before_prefill(tokens);
   if (!prefill(tokens, events)) {
     events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::Aborted});
     report_idle(events, 0.0f, 0);
@@ -160,6 +161,7 @@ void Session::set_system(std::string_view payload, SessionEvents& events) {
   close_open_turn();
   set_anchors_for_first_input(tokens, /*whole_input=*/true);
   context_.ring().mark_span(kv::SpanType::System);
+  recall_before_prefill(tokens);
   prefill(tokens, events);
   report_idle(events, 0.0f, 0);
 }
@@ -170,6 +172,7 @@ void Session::tool_return(std::string_view name, std::string_view result, Sessio
   start_request();
   pending_yield_.reset();
   context_.ring().mark_span(kv::SpanType::ToolResult);
+  recall_before_prefill(tokens);
   if (!prefill(tokens, events)) {
     events.turn_complete(TurnSummary{0, 0, 0.0f, StopReason::Aborted});
     report_idle(events, 0.0f, 0);

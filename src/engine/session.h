@@ -105,7 +105,9 @@ class Session {
   // OP_MEM_QUERY: scores the episodes against `query_text` (the normalised sum of its tokens'
   // input embeddings) and writes the KV of the best `top_k`, whole, into the recall slots (the
   // best nearest the live ring), replacing the recall before; global layers read them from the
-  // next token on. Nothing changes when there is no episode or the query has no tokens.
+  // next token on. Nothing changes when there is no episode or the query has no tokens. The
+  // same recall runs, with the input as the query, before every prefill of host input (user
+  // input, system prompt, tool result; not probes, not the tokens the engine writes itself).
   MemoryRecall recall_memory(std::string_view query_text, size_t top_k);
 
   // OP_ABORT: checked between prefill chunks and before every generated token.
@@ -123,6 +125,8 @@ class Session {
   std::vector<int32_t> encode(std::string_view text, bool bos_at_start) const;
   void set_anchors_for_first_input(std::span<const int32_t> tokens, bool whole_input);
   void close_open_turn();
+  // Episodic memory's recall ahead of the prefill of `input` (session_memory.cpp).
+  void recall_before_prefill(std::span<const int32_t> input);
   bool prefill(std::span<const int32_t> tokens, SessionEvents& events);
   void enter_turn_state_after(std::span<const int32_t> prefilled);
   // `resume_token`: a token already streamed to the client that must be fed first (resume).
@@ -150,6 +154,9 @@ class Session {
   void feed_decoded(int32_t token);
   void commit_episode(bool interrupted);
   std::vector<float> query_vector(std::span<const int32_t> tokens) const;
+  // What recall_memory and recall_before_prefill share: the best `top_k` episodes for the query
+  // tokens, whole, into the recall slots.
+  MemoryRecall recall_episodes(std::span<const int32_t> query_tokens, size_t top_k);
   // Ids no token of the current turn state may be: never-sampled ones, <|channel> when thinking
   // is suppressed. sample_next adds the one-token masks of the decode loop.
   std::vector<int32_t> turn_mask() const;

@@ -1,5 +1,6 @@
 // Episodic memory's recall (issue 10; original-channel.md §2.8.3-2.8.4): the query vector, the
-// choice of whole episodes for the 128 recall slots, and their KV written there.
+// choice of whole episodes for the 128 recall slots, and their KV written there, on OP_MEM_QUERY
+// and before every prefill of host input.
 #include <algorithm>
 #include <cmath>
 
@@ -41,9 +42,20 @@ std::vector<size_t> whole_episodes_for_recall(const EpisodeStore& store, std::sp
 }
 
 MemoryRecall Session::recall_memory(std::string_view query_text, size_t top_k) {
+  return recall_episodes(encode(query_text, /*bos_at_start=*/false), top_k);
+}
+
+void Session::recall_before_prefill(std::span<const int32_t> input) {
+  // As the original (§2.8.4 b): the input about to be prefilled is the query, and the recall
+  // may fill all the recall slots (it primed the best min(128, episodes) entries). With memory
+  // off the store stays empty, so nothing is recalled.
+  recall_episodes(input, kv::kRecallSlots);
+}
+
+MemoryRecall Session::recall_episodes(std::span<const int32_t> query_tokens, size_t top_k) {
   MemoryRecall recall;
   if (episodes_.episodes().empty() || top_k == 0) return recall;
-  const std::vector<float> query = query_vector(encode(query_text, /*bos_at_start=*/false));
+  const std::vector<float> query = query_vector(query_tokens);
   if (query.empty()) return recall;
   const int64_t now = monotonic_milliseconds();
   const std::vector<size_t> ranked = best_episodes(episodes_, query, now, top_k);

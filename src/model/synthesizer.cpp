@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -168,6 +169,48 @@ int matrix_source_layer(const SynthOptions& o, int il) {
   return first;
 }
 
+// Where a recall cue lives (SynthOptions::recall_cue): two embedding axes after the script's and
+// the layer whose attention finds the memory token.
+struct RecallCueLayout {
+  int32_t memory = -1, answer = -1;
+  int64_t memory_axis = 0;  // only the memory token's embedding is non-zero here
+  int64_t answer_axis = 0;  // no embedding is; the layer writes here, the answer's row reads it
+  int layer = 0;            // the last global layer: the one layer type that reads recall slots
+};
+
+// The answer's output weight on its axis. The layers' output scales (0.5 to 1.5) can shrink the
+// attention's contribution against the token's own axis by up to 2, and the answer must still be
+// ahead of the scripted successor then.
+constexpr float kRecallAnswerWeight = 4.0f;
+
+std::optional<RecallCueLayout> recall_cue_layout(const SynthOptions& o, const std::map<int32_t, int32_t>& successors,
+                                                 int64_t n_vocab) {
+  if (!o.recall_cue) return std::nullopt;
+  const auto [memory, answer] = *o.recall_cue;
+  // Without a script the layers add random values everywhere, and the answer would not depend
+  // on the memory token alone.
+  if (successors.empty()) fail("synth: a recall cue needs a script");
+  for (int32_t token : {memory, answer}) {
+    if (token < 0 || token >= n_vocab) fail("synth: recall cue token {} is outside the vocabulary", token);
+  }
+  if (memory == answer) fail("synth: the recall cue's memory and answer tokens must differ");
+  if (successors.contains(memory)) {
+    fail("synth: the recall cue's memory token {} has a successor in the script; its axis is the cue's", memory);
+  }
+  if (successors.size() + 2 > static_cast<size_t>(o.n_embd)) {
+    fail("synth: the script's {} tokens and a recall cue's 2 axes need an embedding size of at least {}",
+         successors.size(), successors.size() + 2);
+  }
+  // Shared matrices would carry the cue layer's weights into other layers; KV-shared layers
+  // have no keys of their own.
+  if (o.share_layer_matrices || o.n_kv_shared > 0) fail("synth: a recall cue needs layers of their own, with KV");
+  int layer = o.n_layer - 1;
+  while (layer >= 0 && !is_global_layer(o, layer)) --layer;
+  if (layer < 0) fail("synth: a recall cue needs a global layer");
+  const auto axis = static_cast<int64_t>(successors.size());
+  return RecallCueLayout{memory, answer, axis, axis + 1, layer};
+}
+
 uint32_t file_type_of(GgmlType type) {
   switch (type) {
     case GgmlType::F32: return 0;
@@ -304,19 +347,24 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     axis_of_token[token] = axis;
     axes_of_predecessors[next].push_back(axis);
   }
+  const std::optional<RecallCueLayout> cue = recall_cue_layout(o, successors, n_vocab);
+  const auto one_hot = [](std::span<float> v, int64_t axis) {
+    std::fill(v.begin(), v.end(), 0.0f);
+    v[axis] = 1.0f;
+  };
   ModelWriter model(w, o.seed);
   model.matrix("token_embd.weight", o.embedding_type, o.n_embd, n_vocab, 0.5f / std::sqrt(static_cast<float>(o.n_embd)),
                [&](int64_t row, std::span<float> v) {
-                 const auto it = axis_of_token.find(row);
-                 if (it == axis_of_token.end()) return;
-                 std::fill(v.begin(), v.end(), 0.0f);
-                 v[it->second] = 1.0f;
+                 if (cue && row == cue->memory) return one_hot(v, cue->memory_axis);
+                 if (const auto it = axis_of_token.find(row); it != axis_of_token.end()) return one_hot(v, it->second);
+                 if (cue) v[cue->memory_axis] = v[cue->answer_axis] = 0.0f;
                });
   if (scripted) {
     model.matrix("output.weight", o.embedding_type, o.n_embd, n_vocab, 0.002f, [&](int64_t row, std::span<float> v) {
-      const auto it = axes_of_predecessors.find(row);
-      if (it == axes_of_predecessors.end()) return;
-      for (int64_t axis : it->second) v[axis] = 1.0f;
+      if (const auto it = axes_of_predecessors.find(row); it != axes_of_predecessors.end()) {
+        for (int64_t axis : it->second) v[axis] = 1.0f;
+      }
+      if (cue && row == cue->answer) v[cue->answer_axis] = kRecallAnswerWeight;
     });
   }
   if (gemma4) {
@@ -349,16 +397,27 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     const float in_std = 1.0f / std::sqrt(static_cast<float>(o.n_embd));
     const auto tensor_name = [](int layer, const char* t) { return fmt::format("blk.{}.{}.weight", layer, t); };
     const auto name = [&](const char* t) { return tensor_name(il, t); };
-    const auto matrix = [&](const char* t, int64_t cols, int64_t rows, float stddev) {
-      model.matrix(name(t), o.weight_type, cols, rows, stddev, {}, tensor_name(matrix_source_layer(o, il), t));
+    const auto matrix = [&](const char* t, int64_t cols, int64_t rows, float stddev,
+                            const ModelWriter::RowEdit& edit = {}) {
+      model.matrix(name(t), o.weight_type, cols, rows, stddev, edit, tensor_name(matrix_source_layer(o, il), t));
     };
     const bool writes_kv = !is_kv_shared_layer(o, il);
     const int64_t n_ff = layer_ffn_size(o, il);
+    // The recall cue's layer (see SynthOptions::recall_cue): zero queries, keys and values read
+    // the memory axis only, the output writes the answer axis only.
+    const bool cue_layer = cue && il == cue->layer;
+    const ModelWriter::RowEdit zero = [](int64_t, std::span<float> v) { std::fill(v.begin(), v.end(), 0.0f); };
+    const ModelWriter::RowEdit read_memory = [&](int64_t, std::span<float> v) { one_hot(v, cue->memory_axis); };
+    const ModelWriter::RowEdit write_answer = [&](int64_t row, std::span<float> v) {
+      std::fill(v.begin(), v.end(), row == cue->answer_axis ? 1.0f : 0.0f);
+    };
     model.norm(name("attn_norm"), o.n_embd);
-    matrix("attn_q", o.n_embd, q_width, in_std);
-    if (writes_kv) matrix("attn_k", o.n_embd, kv_width, in_std);
-    if (writes_kv && !(gemma4 && global && o.global_v_equals_k)) matrix("attn_v", o.n_embd, kv_width, in_std);
-    matrix("attn_output", q_width, o.n_embd, 1.0f / std::sqrt(static_cast<float>(q_width)));
+    matrix("attn_q", o.n_embd, q_width, in_std, cue_layer ? zero : ModelWriter::RowEdit{});
+    const ModelWriter::RowEdit kv_edit = cue_layer ? read_memory : ModelWriter::RowEdit{};
+    if (writes_kv) matrix("attn_k", o.n_embd, kv_width, in_std, kv_edit);
+    if (writes_kv && !(gemma4 && global && o.global_v_equals_k)) matrix("attn_v", o.n_embd, kv_width, in_std, kv_edit);
+    matrix("attn_output", q_width, o.n_embd, 1.0f / std::sqrt(static_cast<float>(q_width)),
+           cue_layer ? write_answer : ModelWriter::RowEdit{});
     // Gemma 4 does not scale queries (attention scale 1.0), so its trained QK-norm weights keep
     // the scores moderate; weights of head_dim^-1/4 give scores of unit spread here, where 1.0
     // would give a softmax so sharp that f16 rounding of K decides between keys.
@@ -372,7 +431,13 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
         model.norm(tensor, o.n_embd);
       }
     };
-    post_norm(name("post_attention_norm"));
+    if (cue_layer) {
+      std::vector<float> answer_only(static_cast<size_t>(o.n_embd), 0.0f);
+      answer_only[static_cast<size_t>(cue->answer_axis)] = 1.0f;
+      model.f32(name("post_attention_norm"), std::move(answer_only));
+    } else {
+      post_norm(name("post_attention_norm"));
+    }
     model.norm(name("ffn_norm"), o.n_embd);
     matrix("ffn_gate", o.n_embd, n_ff, in_std);
     matrix("ffn_up", o.n_embd, n_ff, in_std);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,18 @@ struct SynthOptions {
   // nothing to the residual stream and the output matrix maps each scripted token to its
   // successor). A token may have one successor only; at most n_embd tokens have one.
   std::vector<std::vector<int32_t>> script;
+  // With a script, a model whose answer only episodic recall can give, for the tests of memory:
+  // `memory` gets an embedding axis of its own (every other token is zero there), and the last
+  // global layer's attention spreads evenly over every key it reads (zero queries), takes values
+  // from that axis alone (so every other token's value is exactly zero) and writes what it finds
+  // onto an axis of its own (zero in every embedding) that only `answer`'s output row reads. So
+  // `answer` is the argmax wherever `memory`'s KV is visible to that layer (in the stream, or
+  // recalled into the recall slots) and out of reach wherever it is not.
+  struct RecallCue {
+    int32_t memory = -1;
+    int32_t answer = -1;
+  };
+  std::optional<RecallCue> recall_cue;
 };
 
 // Fills in Gemma-3/Gemma-4 specific defaults that differ (used by the CLI before applying flags).

@@ -14,6 +14,8 @@ calls ``e2e_support.tear_down_module()``: its engines then run in a scratch fold
   snapshots).
 * ``scripted``: tests/e2e/scripted_model.json; its greedy continuation of each scripted token is
   the next token of its script, so turns have exact expected texts (``EXPECT``).
+* ``recall``: a scripted model whose answer only memory can give (``RECALL``; `channel model
+  synth --recall-cue`).
 
 Tests derive from ``EngineTestCase``: ``self.client`` is a started engine (``model`` and
 ``config`` class attributes), ``start_engine()`` starts more; all are killed after the test.
@@ -56,9 +58,15 @@ ENGINE_ARGS = ("--threads", "1", *os.environ.get("CHANNEL_E2E_ENGINE_ARGS", "").
 _HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(_HERE, "..", "scripted_model.json"), encoding="utf-8") as _f:
     SCRIPTED = json.load(_f)
+# The ``recall`` model's cue: after a prompt (which ends in <channel|>) it writes ``memory``, and
+# ``answer`` wherever the KV of ``memory`` is visible to its global layer: after ``memory`` in the
+# stream, or from the first token on when an episode holding it is recalled.
+RECALL = SimpleNamespace(memory="Paris", answer="London")
 _SYNTH_ARGS = {
     "plain": ["--arch", "gemma4", "--layers", "2", "--period", "2", "--embd", "64", "--ffn", "64"],
     "scripted": SCRIPTED["synth_args"] + [arg for text in SCRIPTED["scripts"].values() for arg in ("--script", text)],
+    "recall": ["--arch", "gemma4", "--layers", "2", "--period", "2", "--embd", "64", "--ffn", "64",
+               "--script", "<channel|>" + RECALL.memory, "--recall-cue", RECALL.memory, RECALL.answer],
 }
 
 
@@ -194,10 +202,12 @@ class EngineTestCase(unittest.TestCase):
 
     model = "scripted"
     config: Dict[str, Any] = {"temp": 0.0, "max_tokens": 64}
+    # Options of ``self.client``'s engine (e.g. --no-memory).
+    engine_args: Sequence[str] = ()
     starts_engine = True
 
     def setUp(self) -> None:
-        self.client = self.start_engine() if self.starts_engine else None
+        self.client = self.start_engine(extra_args=self.engine_args) if self.starts_engine else None
 
     def start_engine(self, kind: Optional[str] = None, extra_args: Sequence[str] = (), **config: Any) -> Client:
         client = Client(binary(), model_path(kind or self.model), [*ENGINE_ARGS, *extra_args],

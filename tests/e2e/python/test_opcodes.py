@@ -152,6 +152,34 @@ class MemoryTest(EngineTestCase):
         self.assertEqual(first, Pong(ping_id))
 
 
+class RecallAfterRestartTest(EngineTestCase):
+    """Issue 10's test (3), through the binary: an episode stored with --memory is recalled by the
+    next engine before its first prefill, and changes what the model writes (the ``recall``
+    model: only a recalled episode can make ``answer`` the first token)."""
+
+    model = "recall"
+    config = {"temp": 0.0, "max_tokens": 4}
+    starts_engine = False
+
+    def pieces(self, client):
+        turn = self.collect(client.send_input("Hi"), client)
+        self.wait_idle(turn.msg_id, client)
+        return [frame.piece for frame in support.tokens(turn)]
+
+    def test_a_stored_episode_is_recalled_after_a_restart_and_changes_the_answer(self):
+        path = "e2e_recall_test.mem"
+        self.addCleanup(lambda: os.path.exists(path) and os.remove(path))
+        first = self.start_engine(extra_args=["--memory", path])
+        # The script's memory token, then the answer: memory is in the stream now.
+        self.assertEqual(self.pieces(first), [support.RECALL.memory] + [support.RECALL.answer] * 3)
+        first.kill()  # SIGKILL: the episode was on disk when the turn ended
+
+        restarted = self.start_engine(extra_args=["--memory", path])
+        self.assertEqual(self.pieces(restarted)[0], support.RECALL.answer)
+        without = self.start_engine(extra_args=["--no-memory"])
+        self.assertEqual(self.pieces(without)[0], support.RECALL.memory)
+
+
 class SystemTest(EngineTestCase):
     def test_set_system_json_is_prefilled_then_idle(self):
         system = {

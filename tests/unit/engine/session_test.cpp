@@ -74,6 +74,15 @@ class SessionTest : public ::testing::Test {
     model_ = Model::load(testing::synthesize(dir_, o, "scripted.gguf"));
   }
 
+  // The scripted model with a recall cue (SynthOptions::recall_cue): `answer` only where
+  // `memory`'s KV is visible to its global layer.
+  void use_recall_cue_model(std::vector<int32_t> script, int32_t memory, int32_t answer) {
+    SynthOptions o = synth_options(testing::peer_gemma4_vocab()->string());
+    o.script = {std::move(script)};
+    o.recall_cue = SynthOptions::RecallCue{memory, answer};
+    model_ = Model::load(testing::synthesize(dir_, o, "recall_cue.gguf"));
+  }
+
   // Greedy unless told otherwise: reproducible turns.
   static SessionConfig session_config(uint32_t max_tokens, float temperature, uint64_t seed) {
     SessionConfig config;
@@ -376,6 +385,91 @@ TEST_F(SessionTest, MemQueryWritesTheBestEpisodesWholeIntoTheRecallSlots) {
   EXPECT_EQ(one.injected_tokens, session->episodes().episodes()[one.ids[0] - 1].token_count());
 }
 
+// The recall before a prefill is OP_MEM_QUERY's with the prefilled tokens as the query and room
+// for all 128 recall slots: a twin in the same state that asks MEM_QUERY with the same text (a
+// RAW input past clock 0 is prefilled as tokenized, without BOS) gets the same recall slots.
+TEST_F(SessionTest, EachPrefillOfHostInputRecallsWithTheInputAsTheQuery) {
+  const SpecialTokens special = SpecialTokens::find(Tokenizer::from_gguf(model_->gguf()), ModelArch::Gemma4);
+  std::vector<int32_t> script = {special.channel_close};
+  for (int32_t id = 10000; id < 10065; ++id) script.push_back(id);
+  script.push_back(special.turn_close);
+  use_scripted_tokens(script);
+  auto session = make_session(100), twin = make_session(100);
+  for (Session* s : {session.get(), twin.get()}) {
+    Recorder events;
+    s->input_text("Hi", 0, events);
+    EXPECT_EQ(s->stream().ring().state().recall_count, 0u) << "nothing to recall before the first turn";
+    ASSERT_EQ(s->episodes().episodes().size(), 2u);  // 64 and 2 tokens, as in the commit test
+  }
+  const std::string input = "<|turn>user\nAnd then?<turn|>\n<|turn>model\n<|channel>thought\n<channel|>";
+  Recorder events;
+  session->input_text(input, kInputFlagRaw, events);
+  EXPECT_EQ(twin->recall_memory(input, kv::kRecallSlots).injected_tokens, 66u);
+
+  ASSERT_EQ(session->stream().ring().state().recall_count, 66u);
+  std::vector<uint32_t> slots(66);
+  for (uint32_t i = 0; i < 66; ++i) slots[i] = kv::kRecallBase + i;
+  KvBlob recalled, asked;
+  session->stream().backend().read_kv(slots, recalled);
+  twin->stream().backend().read_kv(slots, asked);
+  EXPECT_EQ(recalled.layers, asked.layers);
+  EXPECT_EQ(recalled.positions, asked.positions);
+  const auto& episodes = session->episodes().episodes();
+  ASSERT_EQ(episodes.size(), 4u);  // the two of each turn
+  EXPECT_EQ(episodes[0].access_count, 1u);
+  EXPECT_EQ(episodes[1].access_count, 1u);
+
+  // A system prompt and a tool result are host input too; a probe is not.
+  const auto accesses = [&] {
+    uint32_t sum = 0;
+    for (const Episode& e : session->episodes().episodes()) sum += e.access_count;
+    return sum;
+  };
+  uint32_t before = accesses();
+  session->probe("Say something", {}, 8, events);
+  EXPECT_EQ(accesses(), before);
+  session->set_system("You are terse.", events);
+  EXPECT_GT(accesses(), before);
+  before = accesses();
+  session->tool_return("lookup", "{}", events);
+  EXPECT_GT(accesses(), before);
+}
+
+// Issue 10's tests (2) and (3): on a model built so that only a recalled episode can give the
+// answer (use_recall_cue_model), a session with memory in a file writes `memory` after the
+// prompt (its script) and then `answer` (memory is in the stream now); that episode is stored.
+// An engine restarted on the store recalls it before its first prefill, and the same prompt
+// gets `answer` at once; without the store it gets `memory`, as the first session did.
+TEST_F(SessionTest, OnlyARecalledEpisodeGivesTheAnswerAlsoAfterARestart) {
+  const SpecialTokens special = SpecialTokens::find(Tokenizer::from_gguf(model_->gguf()), ModelArch::Gemma4);
+  const int32_t memory = 10000, answer = 10001;
+  use_recall_cue_model({special.channel_close, memory}, memory, answer);
+  const std::string path = dir_.file("recall.mem");
+  const EpisodicMemoryOptions stored{.enabled = true, .capacity = 8, .path = path};
+  {
+    auto first = make_session(4);
+    first->configure_memory(stored);
+    Recorder events;
+    first->input_text("Hi", 0, events);
+    EXPECT_EQ(events.tokens, (std::vector<int32_t>{memory, answer, answer, answer}));
+    ASSERT_EQ(first->episodes().episodes().size(), 1u);
+  }
+  auto restarted = make_session(4);
+  restarted->configure_memory(stored);
+  ASSERT_EQ(restarted->episodes().episodes().size(), 1u);
+  Recorder recalled;
+  restarted->input_text("Hi", 0, recalled);
+  EXPECT_EQ(restarted->stream().ring().state().recall_count, 4u);
+  ASSERT_FALSE(recalled.tokens.empty());
+  EXPECT_EQ(recalled.tokens.front(), answer);
+
+  auto forgetful = make_session(4);
+  Recorder plain;
+  forgetful->input_text("Hi", 0, plain);
+  ASSERT_FALSE(plain.tokens.empty());
+  EXPECT_EQ(plain.tokens.front(), memory);
+}
+
 TEST_F(SessionTest, AnAbortedBurstCommitsAnInterruptedEpisodeAndMemCommitTheRest) {
   auto session = make_session(100);
   Recorder events;
@@ -394,11 +488,17 @@ TEST_F(SessionTest, CommittedEpisodesAreStoredAndTheNextSessionLoadsThem) {
   {
     auto session = make_session(100);
     EXPECT_TRUE(session->configure_memory({.enabled = true, .capacity = 8, .path = path}).empty());
-    Recorder events;
-    session->input_text("Tell me a long story", 0, events);
-    session->input_text("And another one", 0, events);
-    ASSERT_GE(session->episodes().episodes().size(), 2u);
-    for (const Episode& e : session->episodes().episodes()) committed.push_back(encode_episode_record(e, header));
+    // Each episode as it was committed: the second turn's prefill recalls the first turn's,
+    // which changes its access count in memory only (the file gets it at its next compaction).
+    for (const std::string_view text : {"Tell me a long story", "And another one"}) {
+      Recorder events;
+      session->input_text(text, 0, events);
+      const auto& episodes = session->episodes().episodes();
+      for (size_t i = committed.size(); i < episodes.size(); ++i) {
+        committed.push_back(encode_episode_record(episodes[i], header));
+      }
+    }
+    ASSERT_GE(committed.size(), 2u);
   }
   auto next = make_session(100);
   EXPECT_TRUE(next->configure_memory({.enabled = true, .capacity = 8, .path = path}).empty());

@@ -77,13 +77,22 @@ class SnapshotTest : public ::testing::Test {
 
   virtual void configure(SynthOptions&) {}
 
-  std::unique_ptr<Session> make_session(const std::shared_ptr<const Model>& model, float temperature = 0.0f) {
+  // Memory is off unless asked for: a snapshot holds the stream (the recall slots included),
+  // not the episode store, and every prefill recalls from the store as it is then (grown since
+  // the save, or empty in a fresh session), so with memory on the continuations of an exact
+  // round trip would differ. TheRecallSlotsSurviveTheRoundTrip runs with memory on.
+  std::unique_ptr<Session> make_session(const std::shared_ptr<const Model>& model, float temperature = 0.0f,
+                                        bool memory = false) {
     backends_.push_back(std::make_unique<cpu::CpuBackend>(model, 2));
     SessionConfig config;
     config.max_tokens = 12;
     config.sampler.temperature = temperature;  // 0: greedy
     config.sampler.seed = 7;
-    return std::make_unique<Session>(model, *backends_.back(), config);
+    auto session = std::make_unique<Session>(model, *backends_.back(), config);
+    EpisodicMemoryOptions options;
+    options.enabled = memory;
+    session->configure_memory(options);
+    return session;
   }
   std::unique_ptr<Session> make_session(float temperature = 0.0f) { return make_session(model_, temperature); }
 
@@ -163,6 +172,48 @@ TEST_F(SnapshotTest, RoundTripAfterTheRingWrappedAndTheAnchorsMoved) {
   EXPECT_GT(snapshot.ring.oldest_live, snapshot.ring.anchors + kv::ring_size(snapshot.ring.anchors)) << "wrapped";
   EXPECT_GT(snapshot.ring.anchor_position, 0) << "the anchors have moved";
   EXPECT_TRUE(std::any_of(snapshot.kv.moved_by.begin(), snapshot.kv.moved_by.end(), [](int64_t m) { return m > 0; }));
+}
+
+// A snapshot holds the recall slots (the ring's recall block and its KV), not the episode store:
+// a fresh session, whose store is empty, loads them as they were saved. Compared through a
+// discrete probe, which recalls nothing itself and reads the recall slots in its global layer:
+// its candidates' logits decide its confidence and entropy, bit for bit.
+TEST_F(SnapshotTest, TheRecallSlotsSurviveTheRoundTrip) {
+  auto source = make_session(model_, 0.0f, /*memory=*/true);
+  turn(*source, "Hello there");
+  turn(*source, "Tell me about rivers");  // its prefill recalls the first turn's episode
+  const kv::RingState saved_ring = source->stream().ring().state();
+  ASSERT_GT(saved_ring.recall_count, 0u);
+  std::vector<uint32_t> recall_slots(saved_ring.recall_count);
+  for (uint32_t i = 0; i < saved_ring.recall_count; ++i) recall_slots[i] = kv::kRecallBase + i;
+  KvBlob saved_recall;
+  source->stream().backend().read_kv(recall_slots, saved_recall);
+  const std::string path = dir_.file("recall.snap");
+  ASSERT_EQ(source->save_snapshot(path, "").outcome, SnapshotOutcome::Saved);
+
+  TokenRecorder quiet;
+  const std::vector<std::string> candidates = {"0", "1", "yes", "no", "the", "a", "river", "sea"};
+  const auto probe = [&](Session& s) { return s.probe("Which word comes next?", candidates, 1, quiet); };
+  const ProbeResult saved = probe(*source);
+
+  // The probe does read the recall: all the episodes (more tokens than before) change its result.
+  ASSERT_GT(source->recall_memory("rivers", 8).injected_tokens, saved_ring.recall_count);
+  const ProbeResult other_recall = probe(*source);
+  EXPECT_TRUE(other_recall.confidence != saved.confidence || other_recall.entropy != saved.entropy);
+
+  auto fresh = make_session(model_, 0.0f, /*memory=*/true);
+  fresh->load_snapshot(path);
+  EXPECT_TRUE(fresh->episodes().episodes().empty());
+  EXPECT_EQ(fresh->stream().ring().state().recall_count, saved_ring.recall_count);
+  EXPECT_EQ(fresh->stream().ring().slot_position(kv::kRecallBase), saved_ring.recall_position);
+  KvBlob loaded_recall;
+  fresh->stream().backend().read_kv(recall_slots, loaded_recall);
+  EXPECT_EQ(loaded_recall.layers, saved_recall.layers);
+  EXPECT_EQ(loaded_recall.positions, saved_recall.positions);
+  const ProbeResult loaded = probe(*fresh);
+  EXPECT_EQ(loaded.index, saved.index);
+  EXPECT_EQ(loaded.confidence, saved.confidence);
+  EXPECT_EQ(loaded.entropy, saved.entropy);
 }
 
 TEST_F(SnapshotTest, TheTokenHeldAtAYieldSurvivesTheRoundTrip) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "test_models.h"
@@ -84,6 +85,43 @@ TEST(SynthKvShared, RefusesLayoutsLlamaCppCannotReuse) {
   options.arch = ModelArch::Gemma3;
   options.n_embd_per_layer = 32;
   EXPECT_THROW(synth_metadata(options), Error);
+}
+
+// A recall cue's answer must depend on the memory token alone: it needs a script (whose layers
+// add nothing else), an axis of the memory token's own, and layers that own their matrices and KV.
+TEST(SynthRecallCue, RefusesWhatWouldNotKeepTheAnswerToTheMemory) {
+  testing::TempDir dir;
+  SynthOptions base = default_synth_options(ModelArch::Gemma4);
+  base.n_layer = 2;
+  base.sliding_period = 2;
+  base.n_embd = 32;
+  base.n_ff = 32;
+  base.vocab_path = testing::write_small_vocab(dir);
+  base.script = {{5, 6}};
+  base.recall_cue = SynthOptions::RecallCue{6, 7};
+  const auto refusal = [&](const std::function<void(SynthOptions&)>& change) {
+    SynthOptions options = base;
+    change(options);
+    try {
+      synthesize_model(options, dir.file("cue.gguf"));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(refusal([](SynthOptions&) {}), "");
+  EXPECT_NE(refusal([](SynthOptions& o) { o.script.clear(); }).find("needs a script"), std::string::npos);
+  EXPECT_NE(refusal([](SynthOptions& o) { o.recall_cue->memory = 5; }).find("has a successor"), std::string::npos);
+  EXPECT_NE(refusal([](SynthOptions& o) { o.recall_cue->answer = 6; }).find("must differ"), std::string::npos);
+  EXPECT_NE(refusal([](SynthOptions& o) { o.recall_cue->answer = 512; }).find("outside the vocabulary"),
+            std::string::npos);
+  EXPECT_NE(refusal([](SynthOptions& o) {
+              o.script = {{}};
+              for (int32_t t = 100; t < 132; ++t) o.script[0].push_back(t);
+            }).find("embedding size of at least 33"),
+            std::string::npos);
+  EXPECT_NE(refusal([](SynthOptions& o) { o.share_layer_matrices = true; }).find("layers of their own"),
+            std::string::npos);
 }
 
 TEST(SplitMix64, SkippingNormalsLandsWhereDrawingThemWould) {
