@@ -35,8 +35,8 @@ static_assert(sizeof(RoundPush) == 32);
 
 constexpr uint32_t kQuantizeWorkgroup = 64;  // quantize_q8.comp local_size_x
 constexpr uint32_t kRoundWorkgroup = 256;    // round_half.comp local_size_x
-constexpr int64_t kTileRows = 64;            // matmul.comp BM
 constexpr int64_t kTileTokens = 64;          // matmul.comp BN
+constexpr uint32_t kTileStrideBytes = 40;     // matmul.comp: a block's 9 shared words and its scale
 uint64_t align16(uint64_t n) { return (n + 15) / 16 * 16; }
 
 uint32_t to_u32(int64_t value, const char* what) {
@@ -79,6 +79,15 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
     fail("Vulkan: matrix-vector workgroup of {} threads and {} rows is not possible on {}", options.matvec_workgroup,
          options.matvec_rows, device.info().name);
   }
+  const uint64_t tile_shared = uint64_t{options.tiled_k_blocks} * (16u * options.tiled_rows_per_thread + kTileTokens) *
+                               kTileStrideBytes;
+  if ((options.tiled_rows_per_thread != 4 && options.tiled_rows_per_thread != 8) || options.tiled_k_blocks == 0 ||
+      tile_shared > device.info().max_compute_shared_memory) {
+    fail("Vulkan: a matrix tile of {} rows per thread and {} blocks per step ({} bytes of shared memory) is not "
+         "possible on {} (4 or 8 rows; {} bytes at most)",
+         options.tiled_rows_per_thread, options.tiled_k_blocks, tile_shared, device.info().name,
+         device.info().max_compute_shared_memory);
+  }
 }
 
 uint64_t MatmulKernels::scratch_bytes(GgmlType weight_type, int64_t n_tokens, int64_t cols) {
@@ -105,7 +114,9 @@ const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, uint32_t to
 }
 
 const ComputePipeline& MatmulKernels::tiled_pipeline(GgmlType type) {
-  return pipelines_.get("matmul_" + type_suffix(type) + (is_quantized(type) && integer_dot_ ? "_dot" : ""));
+  const uint32_t specialization[] = {options_.tiled_rows_per_thread, options_.tiled_k_blocks};
+  return pipelines_.get("matmul_" + type_suffix(type) + (is_quantized(type) && integer_dot_ ? "_dot" : ""),
+                        specialization);
 }
 
 void MatmulKernels::create_pipelines(int64_t max_tokens) {
@@ -233,7 +244,8 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
     const uint64_t groups = (static_cast<uint64_t>(n_out) + rows - 1) / rows;
     seq.dispatch_groups(matvec_pipeline(w.type, tokens_per_pass(x.n_tokens)), push, groups);
   } else {
-    const int64_t groups_x = (n_out + kTileRows - 1) / kTileRows;
+    const int64_t tile_rows = 16 * int64_t{options_.tiled_rows_per_thread};
+    const int64_t groups_x = (n_out + tile_rows - 1) / tile_rows;
     const int64_t groups_y = (x.n_tokens + kTileTokens - 1) / kTileTokens;
     seq.dispatch(tiled_pipeline(w.type), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
   }

@@ -62,6 +62,8 @@ class MatmulKernels {
     uint32_t matvec_q_rows = 8;
     uint32_t matvec_subgroup_rows = 2;   // Q4_0 / Q8_0: rows a subgroup computes together
     int64_t matvec_max_tokens = 8;       // kAuto: kMatvec up to this many tokens, kTiled above
+    uint32_t tiled_rows_per_thread = 4;  // matmul.comp TM: a tile of 16 x this many rows (4 or 8)
+    uint32_t tiled_k_blocks = 2;         // matmul.comp K_BLOCKS: Q4_0 / Q8_0 blocks per step
   };
 
   MatmulKernels(Device& device, PipelineCache& pipelines);

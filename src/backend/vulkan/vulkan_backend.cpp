@@ -81,7 +81,8 @@ std::string type_suffix(GgmlType type) {
 // matrix-vector workgroups are one subgroup wide and cover many rows (on a 128-wide embedding the
 // default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape).
 // CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows overrides the matrix-vector shape (threads
-// per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup), for tuning on a new device.
+// per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup), CHANNEL_VULKAN_MATMUL=
+// rows_per_thread,k_blocks the tiled kernel's (matmul.comp TM and K_BLOCKS), for tuning on a new device.
 MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   MatmulKernels::Options options;
   if (info.type == DeviceType::kCpu) {
@@ -98,6 +99,14 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     options.matvec_rows = rows;
     options.matvec_q_rows = rows;
     options.matvec_subgroup_rows = subgroup_rows;
+  }
+  if (const char* shape = std::getenv("CHANNEL_VULKAN_MATMUL")) {
+    unsigned rows_per_thread = 0, k_blocks = 0;
+    if (std::sscanf(shape, "%u,%u", &rows_per_thread, &k_blocks) != 2) {
+      fail("CHANNEL_VULKAN_MATMUL must be rows_per_thread,k_blocks (e.g. 8,4), not '{}'", shape);
+    }
+    options.tiled_rows_per_thread = rows_per_thread;
+    options.tiled_k_blocks = k_blocks;
   }
   return options;
 }

@@ -62,11 +62,15 @@ double threshold(GgmlType type, int64_t cols) {
 
 struct Variant {
   MatmulKernel kernel;
-  bool odd_shape;  // Q4_0 / Q8_0 kMatvec: 3 rows per workgroup, 1 per subgroup (not the default 16 and 2)
+  // Not the default shape: Q4_0 / Q8_0 kMatvec 3 rows per workgroup, 1 per subgroup (not 8 and 2);
+  // kTiled 8 rows per thread (128-row tiles) and 3 blocks per step, which leaves a part step
+  // wherever a row's blocks are not a multiple of 3 (not 4 rows and 2 blocks).
+  bool odd_shape;
   bool integer_dot;
   std::string name() const {
-    return std::string(kernel == MatmulKernel::kMatvec ? (odd_shape ? "matvec3x1" : "matvec") : "tiled") +
-           (integer_dot ? "+dot" : "");
+    const char* kernel_name = kernel == MatmulKernel::kMatvec ? (odd_shape ? "matvec3x1" : "matvec")
+                                                              : (odd_shape ? "tiled8x3" : "tiled");
+    return std::string(kernel_name) + (integer_dot ? "+dot" : "");
   }
   // Where the matrix starts in its buffer: not at the buffer's start, and only as aligned as the
   // layout needs (split blocks 16 bytes, f16 / bf16 rows 2, f32 rows 4).
@@ -80,6 +84,7 @@ std::vector<Variant> variants(GgmlType type, const Device& device) {
     out.push_back({MatmulKernel::kMatvec, false, dot});
     if (is_quantized(type)) out.push_back({MatmulKernel::kMatvec, true, dot});
     out.push_back({MatmulKernel::kTiled, false, dot});
+    out.push_back({MatmulKernel::kTiled, true, dot});
   }
   return out;
 }
@@ -89,6 +94,8 @@ MatmulKernels::Options options_of(const Variant& v) {
   if (v.odd_shape) {
     options.matvec_q_rows = 3;
     options.matvec_subgroup_rows = 1;
+    options.tiled_rows_per_thread = 8;
+    options.tiled_k_blocks = 3;
   }
   return options;
 }

@@ -10,8 +10,10 @@
 // the order of its scalar reference.
 //
 // Defines as matvec.comp. 256 threads: thread (tr, tc) = (id % 16, id / 16) owns rows
-// tr + 16 m and tokens tc + 16 n of the tile, m, n < 4 (the 16 threads of a row group read
-// distinct shared-memory banks).
+// tr + 16 m and tokens tc + 16 n of the tile, m < TM, n < 4 (the 16 threads of a row group read
+// distinct shared-memory banks). Specialization constants: 0 TM, rows per thread (the tile has
+// BM = 16 TM rows: more rows per thread, fewer shared-memory reads per product); 1 K_BLOCKS,
+// Q4_0 / Q8_0 blocks of 32 values per step (more blocks, fewer barriers per row).
 #include "common.glsl"
 #include "matmul_params.glsl"
 #if defined(TYPE_Q4_0) || defined(TYPE_Q8_0)
@@ -20,22 +22,27 @@
 #endif
 
 layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint TM = 4;        // rows per thread
+layout(constant_id = 1) const uint K_BLOCKS = 2;  // Q4_0 / Q8_0: blocks per step
 
-const uint BM = 64;  // rows per tile
-const uint BN = 64;  // tokens per tile
-const uint TM = 4;   // rows per thread
-const uint TN = 4;   // tokens per thread
+const uint BM = 16u * TM;  // rows per tile
+const uint BN = 64;        // tokens per tile
+const uint TN = 4;         // tokens per thread
 
 #ifdef QUANTIZED
-// Per step BK_BLOCKS blocks of 32 values; shared rows of 8 packed words padded to 9 so that the
-// 16 row groups of a tile hit distinct banks. 2 blocks keep the tile in 10.5 KiB, under the
-// 16 KiB every Vulkan device has.
-const uint BK_BLOCKS = 2;
+// Per step K_BLOCKS blocks of 32 values; shared rows of 8 packed words padded to 9 so that the
+// 16 row groups of a tile hit distinct banks: K_BLOCKS * (BM + BN) * 40 bytes (TM 4 with 2 blocks:
+// 10 KiB, under the 16 KiB every Vulkan device has; matmul_kernels.cpp checks the device's limit).
 const uint STRIDE = 9;
-shared uint w_tile[BK_BLOCKS * BM * STRIDE];
-shared float w_scale[BK_BLOCKS * BM];
-shared uint x_tile[BK_BLOCKS * BN * STRIDE];
-shared float x_scale[BK_BLOCKS * BN];
+shared uint w_tile[K_BLOCKS * BM * STRIDE];
+shared float w_scale[K_BLOCKS * BM];
+shared uint x_tile[K_BLOCKS * BN * STRIDE];
+shared float x_scale[K_BLOCKS * BN];
+// Each thread loads LOADS of the step's (BM + BN) * K_BLOCKS blocks: slots id, id + 256, ...;
+// slot s < BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the others
+// the activation blocks the same way.
+const uint W_SLOTS = BM * K_BLOCKS;
+const uint LOADS = ((BM + BN) * K_BLOCKS + 255u) / 256u;
 #else
 const uint BK = 16;  // values per step
 shared float w_tile[BK * BM];  // [k][row]
@@ -74,44 +81,55 @@ void main() {
     for (uint n = 0; n < TN; ++n) acc[m][n] = 0.0;
 
 #ifdef QUANTIZED
-  // Threads 0..127 load one weight block each (row id / 2, block id % 2 of the step), threads
-  // 128..255 one activation block.
-  const bool loads_weights = id < BM * BK_BLOCKS;
-  const uint slot = loads_weights ? id : id - BM * BK_BLOCKS;
-  const uint load_line = slot / BK_BLOCKS, load_block = slot % BK_BLOCKS;
-  bool load_valid = false;
-  uint64_t load_quants = 0, load_scales = 0;
-  if (loads_weights) {
-    bool id_valid = false;
-    const uint row = row0 + load_line < p.n_out ? weight_row(row0 + load_line, id_valid) : 0u;
-    load_valid = row0 + load_line < p.n_out && id_valid;
-    load_quants = weight_row_address(row);
-    load_scales = weight_scales_address(row);
-  } else {
-    load_valid = tok0 + load_line < p.n_tokens;
+  bool loads_weights[LOADS], load_valid[LOADS];
+  uint load_line[LOADS], load_block[LOADS];
+  uint64_t load_quants[LOADS], load_scales[LOADS];
+  for (uint l = 0; l < LOADS; ++l) {
+    const uint slot = id + 256u * l;
+    loads_weights[l] = slot < W_SLOTS;
+    const uint s = loads_weights[l] ? slot : slot - W_SLOTS;
+    load_line[l] = s / K_BLOCKS;
+    load_block[l] = s % K_BLOCKS;
+    load_quants[l] = load_scales[l] = 0;
+    if (slot >= (BM + BN) * K_BLOCKS) {
+      load_valid[l] = false;
+    } else if (loads_weights[l]) {
+      bool id_valid = false;
+      const uint row = row0 + load_line[l] < p.n_out ? weight_row(row0 + load_line[l], id_valid) : 0u;
+      load_valid[l] = row0 + load_line[l] < p.n_out && id_valid;
+      load_quants[l] = weight_row_address(row);
+      load_scales[l] = weight_scales_address(row);
+    } else {
+      load_valid[l] = tok0 + load_line[l] < p.n_tokens;
+    }
   }
 
   const uint n_blocks = p.cols / 32u;
-  for (uint b0 = 0; b0 < n_blocks; b0 += BK_BLOCKS) {
-    const uint b = b0 + load_block;
-    uint q[8];
-    float d = 0.0;
-    if (load_valid && b < n_blocks) {
-      d = loads_weights ? load_weight_block(load_quants, load_scales, b, q) : load_activation_block(tok0 + load_line, b, q);
-    } else {
-      for (uint j = 0; j < 8; ++j) q[j] = 0u;
-    }
-    const uint base = (load_block * BM + load_line) * STRIDE;  // BM == BN: same layout for both tiles
-    if (loads_weights) {
-      for (uint j = 0; j < 8; ++j) w_tile[base + j] = q[j];
-      w_scale[load_block * BM + load_line] = d;
-    } else {
-      for (uint j = 0; j < 8; ++j) x_tile[base + j] = q[j];
-      x_scale[load_block * BN + load_line] = d;
+  for (uint b0 = 0; b0 < n_blocks; b0 += K_BLOCKS) {
+    for (uint l = 0; l < LOADS; ++l) {
+      if (id + 256u * l >= (BM + BN) * K_BLOCKS) break;
+      const uint b = b0 + load_block[l];
+      uint q[8];
+      float d = 0.0;
+      if (load_valid[l] && b < n_blocks) {
+        d = loads_weights[l] ? load_weight_block(load_quants[l], load_scales[l], b, q)
+                             : load_activation_block(tok0 + load_line[l], b, q);
+      } else {
+        for (uint j = 0; j < 8; ++j) q[j] = 0u;
+      }
+      if (loads_weights[l]) {
+        const uint base = (load_block[l] * BM + load_line[l]) * STRIDE;
+        for (uint j = 0; j < 8; ++j) w_tile[base + j] = q[j];
+        w_scale[load_block[l] * BM + load_line[l]] = d;
+      } else {
+        const uint base = (load_block[l] * BN + load_line[l]) * STRIDE;
+        for (uint j = 0; j < 8; ++j) x_tile[base + j] = q[j];
+        x_scale[load_block[l] * BN + load_line[l]] = d;
+      }
     }
     barrier();
 
-    for (uint kb = 0; kb < BK_BLOCKS && b0 + kb < n_blocks; ++kb) {
+    for (uint kb = 0; kb < K_BLOCKS && b0 + kb < n_blocks; ++kb) {
       int sums[TM][TN];
       for (uint m = 0; m < TM; ++m)
         for (uint n = 0; n < TN; ++n) sums[m][n] = 0;
@@ -132,12 +150,12 @@ void main() {
     barrier();
   }
 #else
-  // Each thread loads 4 weights (rows id / 16 + 16 e, column id % 16 of the step: 16 threads
-  // read 16 consecutive values of a row) and 4 activations the same way.
+  // Each thread loads TM weights (rows id / 16 + 16 e, column id % 16 of the step: 16 threads
+  // read 16 consecutive values of a row) and TN activations the same way.
   const uint load_k = id % BK;
-  uint64_t load_rows[4];
-  bool load_valid[4];
-  for (uint e = 0; e < 4; ++e) {
+  uint64_t load_rows[TM];
+  bool load_valid[TM];
+  for (uint e = 0; e < TM; ++e) {
     const uint line = id / BK + 16u * e;
     bool id_valid = false;
     const uint row = row0 + line < p.n_out ? weight_row(row0 + line, id_valid) : 0u;
@@ -147,9 +165,12 @@ void main() {
 
   for (uint k0 = 0; k0 < p.cols; k0 += BK) {
     const uint c = k0 + load_k;
-    for (uint e = 0; e < 4; ++e) {
+    for (uint e = 0; e < TM; ++e) {
       const uint line = id / BK + 16u * e;
       w_tile[load_k * BM + line] = load_valid[e] && c < p.cols ? weight_value(load_rows[e], c) : 0.0;
+    }
+    for (uint e = 0; e < TN; ++e) {
+      const uint line = id / BK + 16u * e;
       x_tile[load_k * BN + line] = tok0 + line < p.n_tokens && c < p.cols ? activation_value(tok0 + line, c) : 0.0;
     }
     barrier();
