@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/hf_directory.h"
 #include "model/quantize.h"
 
 namespace channel {
@@ -74,7 +75,7 @@ struct Model::MatrixBinding {
 };
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
-  return from_gguf(GgufFile::open(path), options);
+  return from_gguf(open_model_path(path), options);
 }
 
 std::shared_ptr<const Model> Model::from_gguf(GgufFile file, const ModelLoadOptions& options) {
