@@ -21,7 +21,8 @@ vocab.py), written out here independently of Channel's C++ reader:
     Gemma 3: tokenizer.model, a SentencePiece ModelProto with the GGUF's pieces, scores and types.
 
 Then `channel eval` must give byte-identical logits (and the same argmax) on the directory and on
-the GGUF, and `channel tokenize` the same ids for a set of strings. Cases cover F32 and BF16
+the GGUF, as stored and (one case per arch) quantized on load with --q4, and `channel tokenize` the same ids for a set of
+strings. Cases cover F32 and BF16
 weights, both model classes of each architecture, one file and two shards.
 """
 import argparse
@@ -43,12 +44,13 @@ TOKENIZE_STRINGS = [
     "<bos><eos><unk><pad><mask> not special here? <start_of_turn>",
 ]
 
-# (name, arch, model class, weight type, shards)
+# (name, arch, model class, weight type, shards, also compared after --q4; once per arch keeps the
+# test near 30 s)
 CASES = [
-    ("gemma4-f32", "gemma4", "Gemma4ForConditionalGeneration", "f32", 1),
-    ("gemma4-bf16", "gemma4", "Gemma4ForCausalLM", "bf16", 2),
-    ("gemma3-f32", "gemma3", "Gemma3ForCausalLM", "f32", 2),
-    ("gemma3-bf16", "gemma3", "Gemma3ForConditionalGeneration", "bf16", 1),
+    ("gemma4-f32", "gemma4", "Gemma4ForConditionalGeneration", "f32", 1, True),
+    ("gemma4-bf16", "gemma4", "Gemma4ForCausalLM", "bf16", 2, False),
+    ("gemma3-f32", "gemma3", "Gemma3ForCausalLM", "f32", 2, False),
+    ("gemma3-bf16", "gemma3", "Gemma3ForConditionalGeneration", "bf16", 1, True),
 ]
 
 EXTRA_EMBEDDING_ROWS = 64  # rows past the vocabulary, as Gemma 3's checkpoints carry for image tokens
@@ -351,7 +353,7 @@ def token_ids(channel, model, strings_file):
 
 
 def run_case(args, spm_vocab, case):
-    name, arch, model_class, weight_type, shards = case
+    name, arch, model_class, weight_type, shards, quantized_too = case
     source = args.workdir / f"{name}.gguf"
     vocab = args.vocab if arch == "gemma4" else spm_vocab
     run([args.channel, "model", "synth", "--arch", arch, "--vocab", vocab, "--out", source, "--type", weight_type,
@@ -367,17 +369,21 @@ def run_case(args, spm_vocab, case):
 
     n_vocab = len(g.value("tokenizer.ggml.tokens"))
     tokens = ",".join(map(str, make_prompt(args.prompt_length, n_vocab, 5)))
-    outputs = []
-    for model, label in ((source, "gguf"), (directory, "dir")):
-        logits = args.workdir / f"{name}-{label}.f32"
-        out = run([args.channel, "eval", "--model", model, "--tokens", tokens, "--logits-out", logits, "--threads", "2"])
-        outputs.append((labelled_ids(out.stdout, "argmax"), logits.read_bytes()))
     problems = []
-    if outputs[0][0] != outputs[1][0]:
-        problems.append(f"argmax differs: {outputs[0][0]} vs {outputs[1][0]}")
-    if outputs[0][1] != outputs[1][1]:
-        a, b = (np.frombuffer(o[1], dtype="<f4") for o in outputs)
-        problems.append(f"logits differ at {int(np.sum(a != b))} of {a.size} values (max |d| {np.max(np.abs(a - b))})")
+    for flags in ([], ["--q4"]) if quantized_too else ([],):  # as stored, and quantized on load
+        outputs = []
+        for model, label in ((source, "gguf"), (directory, "dir")):
+            logits = args.workdir / f"{name}-{label}.f32"
+            out = run([args.channel, "eval", "--model", model, *flags, "--tokens", tokens, "--logits-out", logits,
+                       "--threads", "2"])
+            outputs.append((labelled_ids(out.stdout, "argmax"), logits.read_bytes()))
+        what = " ".join(["eval", *flags])
+        if outputs[0][0] != outputs[1][0]:
+            problems.append(f"{what}: argmax differs: {outputs[0][0]} vs {outputs[1][0]}")
+        if outputs[0][1] != outputs[1][1]:
+            a, b = (np.frombuffer(o[1], dtype="<f4") for o in outputs)
+            problems.append(f"{what}: logits differ at {int(np.sum(a != b))} of {a.size} values "
+                            f"(max |d| {np.max(np.abs(a - b))})")
     strings = args.workdir / "strings.txt"
     strings.write_text("\n".join(s.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
                                  .replace("\x01", "\\x01").replace("\x7f", "\\x7F") for s in TOKENIZE_STRINGS) + "\n")
@@ -385,8 +391,8 @@ def run_case(args, spm_vocab, case):
     for text, a, b in zip(TOKENIZE_STRINGS, ours, theirs):
         if a != b:
             problems.append(f"token ids of {text!r} differ: {a} (directory) vs {b} (GGUF)")
-    print(f"{name:12} {'OK' if not problems else 'FAIL'}: logits {'identical' if outputs[0][1] == outputs[1][1] else 'differ'}, "
-          f"{len(TOKENIZE_STRINGS)} strings tokenized {'alike' if ours == theirs else 'differently'}")
+    print(f"{name:12} {'OK' if not problems else 'FAIL'}: logits as stored{' and with --q4' if quantized_too else ''}, "
+          f"token ids of {len(TOKENIZE_STRINGS)} strings")
     for problem in problems:
         print(f"  {problem}")
     return not problems
