@@ -284,10 +284,12 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string_view origin
 }
 
 GgufFile GgufFile::assemble(std::string origin, std::vector<std::pair<std::string, GgufValue>> metadata,
-                            std::vector<PlacedTensor> tensors, std::shared_ptr<const void> owner) {
+                            std::vector<PlacedTensor> tensors, std::shared_ptr<const void> owner,
+                            std::function<std::string(std::string_view)> source_name) {
   GgufFile file;
   file.origin_ = std::move(origin);
   file.owner_ = std::move(owner);
+  file.source_name_ = std::move(source_name);
   file.version_ = gguf_format::kWrittenVersion;
   try {
     for (auto& [key, value] : metadata) {
@@ -315,6 +317,11 @@ GgufFile GgufFile::assemble(std::string origin, std::vector<std::pair<std::strin
     throw Error(fmt::format("{}: {}", file.origin_, error.what()));
   }
   return file;
+}
+
+std::string GgufFile::tensor_label(std::string_view name) const {
+  const std::string source = source_name_ ? source_name_(name) : std::string();
+  return source.empty() ? gguf_format::quote(name) : fmt::format("{} ({})", gguf_format::quote(name), source);
 }
 
 const GgufValue* GgufFile::find(std::string_view key) const {

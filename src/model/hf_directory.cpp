@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include "core/error.h"
@@ -50,11 +51,11 @@ std::vector<float> plus_one(const SafetensorsTensor& tensor, std::span<const uin
 }
 
 // The converter's tensors: every safetensors tensor under its GGUF name, transformed where the
-// converter transforms it.
+// converter transforms it. `source_of` gets each GGUF name's HF name.
 std::vector<GgufFile::PlacedTensor> place_tensors(DirectoryWeights& owner, const HfModelDescription& model,
-                                                  int64_t n_vocab, const std::string& directory) {
+                                                  int64_t n_vocab, const std::string& directory,
+                                                  std::map<std::string, std::string, std::less<>>& source_of) {
   std::vector<GgufFile::PlacedTensor> placed;
-  std::map<std::string, std::string> source_of;  // GGUF name -> HF name
   for (const SafetensorsFile& file : owner.weights.files()) {
     for (const SafetensorsTensor& tensor : file.tensors()) {
       std::optional<std::string> name;
@@ -94,6 +95,20 @@ std::vector<GgufFile::PlacedTensor> place_tensors(DirectoryWeights& owner, const
     placed.push_back({std::move(info), keep(owner, model.rope_freqs)});
   }
   return placed;
+}
+
+// Errors about a tensor name it as the directory does: the HF name it was read from, or for a
+// missing one the name it would have beside the embedding's (e.g. under model.language_model.).
+std::function<std::string(std::string_view)> source_namer(std::map<std::string, std::string, std::less<>> source_of) {
+  std::string prefix = "model.";
+  if (const auto embedding = source_of.find("token_embd.weight"); embedding != source_of.end()) {
+    prefix = embedding->second.substr(0, embedding->second.size() - std::string_view("embed_tokens.weight").size());
+  }
+  return [source_of = std::move(source_of), prefix](std::string_view name) {
+    const auto it = source_of.find(name);
+    const std::string hf = it != source_of.end() ? it->second : hf_name_of_gguf_tensor(name, prefix);
+    return hf.empty() ? hf : fmt::format("{} in the directory", hf);
+  };
 }
 
 // llama.cpp does not store Gemma 3's query scale but derives it from the geometry; a checkpoint
@@ -139,8 +154,10 @@ GgufFile open_hf_directory(const std::string& directory) {
   for (auto& entry : vocabulary) metadata.push_back(std::move(entry));
 
   auto owner = std::make_shared<DirectoryWeights>(DirectoryWeights{SafetensorsDirectory::open(directory), {}});
-  std::vector<GgufFile::PlacedTensor> tensors = place_tensors(*owner, model, n_vocab, directory);
-  GgufFile file = GgufFile::assemble(directory, std::move(metadata), std::move(tensors), owner);
+  std::map<std::string, std::string, std::less<>> source_of;
+  std::vector<GgufFile::PlacedTensor> tensors = place_tensors(*owner, model, n_vocab, directory, source_of);
+  GgufFile file = GgufFile::assemble(directory, std::move(metadata), std::move(tensors), owner,
+                                     source_namer(std::move(source_of)));
   check_query_scale(file, model);
   return file;
 }

@@ -68,6 +68,22 @@ std::optional<std::string> layer_tensor(std::string_view name) {
 
 }  // namespace
 
+std::string hf_name_of_gguf_tensor(std::string_view gguf_name, std::string_view text_prefix) {
+  if (gguf_name == "output.weight") return "lm_head.weight";
+  for (const auto& [hf, gguf] : kModelTensors) {
+    if (gguf_name == gguf) return fmt::format("{}{}", text_prefix, hf.substr(std::string_view("model.").size()));
+  }
+  constexpr std::string_view kPrefix = "blk.";
+  if (!gguf_name.starts_with(kPrefix)) return "";
+  const std::string_view rest = gguf_name.substr(kPrefix.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return "";
+  for (const auto& [hf, gguf] : kLayerTensors) {
+    if (rest.substr(dot + 1) == gguf) return fmt::format("{}layers.{}.{}", text_prefix, rest.substr(0, dot), hf);
+  }
+  return "";
+}
+
 std::optional<std::string> gguf_name_of_hf_tensor(std::string_view hf_name) {
   // ModelBase.filter_tensors: Gemma3/4ForConditionalGeneration keep the text model under
   // "language_model." (model.language_model.layers.0... or language_model.model.layers.0...).

@@ -288,10 +288,12 @@ TEST(HfDirectory, RefusesBrokenDirectoriesInOneLine) {
   EXPECT_NE(refusal(good, remove("tokenizer_config.json")).find("no tokenizer_config.json"), std::string::npos);
   EXPECT_NE(refusal(good, remove("model.safetensors")).find("has neither model.safetensors"), std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.tensors.erase("model.language_model.layers.0.self_attn.q_proj.weight"); }))
-                .find("tensor 'blk.0.attn_q.weight' is missing"),
+                .find("tensor 'blk.0.attn_q.weight' (model.language_model.layers.0.self_attn.q_proj.weight in the directory) "
+                      "is missing"),
             std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.tensors["model.language_model.layers.0.self_attn.q_proj.weight"].shape = {7, 8}; }))
-                .find("'blk.0.attn_q.weight' has shape 8x7 but the model configuration needs 8x8"),
+                .find("'blk.0.attn_q.weight' (model.language_model.layers.0.self_attn.q_proj.weight in the directory) has "
+                      "shape 8x7 but the model configuration needs 8x8"),
             std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.tensors["model.language_model.norm.weight"].dtype = "I32"; }))
                 .find("has dtype 'I32'"),
@@ -353,6 +355,9 @@ TEST(HfDirectory, RefusesBrokenGemma3Directories) {
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.config["query_pre_attn_scalar"] = 16; })).find("query_pre_attn_scalar = 16"),
             std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.config["attn_logit_softcapping"] = 50.0; })).find("attn_logit_softcapping"),
+            std::string::npos);
+  EXPECT_NE(refusal(changed(good, [](auto& d) { d.tensors.erase("model.layers.1.self_attn.v_proj.weight"); }))
+                .find("tensor 'blk.1.attn_v.weight' (model.layers.1.self_attn.v_proj.weight in the directory) is missing"),
             std::string::npos);
 }
 
