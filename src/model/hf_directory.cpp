@@ -72,6 +72,7 @@ std::vector<GgufFile::PlacedTensor> place_tensors(DirectoryWeights& owner, const
       info.name = *name;
       info.type = tensor.type;
       info.dims.assign(tensor.shape.rbegin(), tensor.shape.rend());  // GGUF lists the innermost dim first
+      if (info.dims.empty()) info.dims = {1};  // a 0-dim scalar (a layer scalar saved so) is one value
       std::span<const uint8_t> bytes = file.tensor_bytes(tensor);
       if (model.norm_weights_plus_one && name->ends_with("norm.weight")) {
         info.type = GgmlType::F32;

@@ -57,7 +57,7 @@ struct TinyDirectory {
                 {"vision_config", {{"hidden_size", 4}}}};
     d.add_text_tensors("model.language_model.", {4, 8}, /*global_v=*/false);
     d.tensors["model.language_model.layers.0.layer_scalar"] = {"F32", {1}, 0.5f};
-    d.tensors["model.language_model.layers.1.layer_scalar"] = {"F32", {1}, 0.25f};
+    d.tensors["model.language_model.layers.1.layer_scalar"] = {"F32", {}, 0.25f};  // 0-dim: also one value
     d.tensors["model.vision_tower.encoder.weight"] = {"F32", {3}};  // skipped, as the converter skips it
     json vocab = json::object();
     const std::vector<std::string> texts = {"<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<|channel>", "<0x41>", "\u2581a", "a", "\u2581"};
