@@ -78,6 +78,47 @@ ModelArch arch_of(const std::string& architecture, const std::string& where) {
        where, architecture);
 }
 
+// TextModel.__init__: hparams = {**config, **config["text_config"]}, where config is transformers'
+// to_dict(): every key the file leaves out has its config class's default.
+json text_hparams(const JsonObject& config, ModelArch arch) {
+  json hparams = config.value();
+  if (const auto text = config.optional_object("text_config")) {
+    for (const auto& [key, value] : text->value().items()) hparams[key] = value;
+  }
+  const auto set_default = [&](const char* key, json value) {
+    if (!hparams.contains(key)) hparams[key] = std::move(value);
+  };
+  // The defaults both config classes share.
+  set_default("num_attention_heads", 8);
+  set_default("num_key_value_heads", 4);
+  set_default("head_dim", 256);
+  set_default("hidden_activation", "gelu_pytorch_tanh");
+  set_default("max_position_embeddings", 131072);
+  set_default("rms_norm_eps", 1e-6);
+  set_default("hidden_size", 2304);
+  set_default("intermediate_size", 9216);
+  if (arch == ModelArch::Gemma3) {
+    set_default("vocab_size", 262208);
+    set_default("num_hidden_layers", 26);
+    set_default("rope_theta", 1'000'000.0);
+    set_default("rope_local_base_freq", 10'000.0);
+    set_default("query_pre_attn_scalar", 256);
+    set_default("sliding_window", 4096);
+    set_default("sliding_window_pattern", 6);
+    return hparams;
+  }
+  set_default("vocab_size", 262144);
+  set_default("num_hidden_layers", 30);
+  set_default("sliding_window", 512);
+  set_default("hidden_size_per_layer_input", 256);  // so a dense model's config says 0
+  set_default("num_kv_shared_layers", 0);
+  set_default("attention_k_eq_v", false);
+  set_default("rope_parameters", json{{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10'000.0}}},
+                                      {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25},
+                                                          {"rope_theta", 1'000'000.0}}}});
+  return hparams;
+}
+
 // TextModel.__init__'s rope_parameters: rope_parameters or rope_scaling, with rope_theta,
 // rope_local_base_freq and partial_rotary_factor mirrored in when it is not already split into
 // full_attention / sliding_attention parts.
@@ -111,6 +152,9 @@ void refuse_unsupported(const JsonObject& hparams, ModelArch arch) {
       fail("{}: this is a mixture-of-experts model ({} = {}), which Channel does not support", hparams.where(), key,
            *hparams.optional_integer(key));
     }
+  }
+  if (hparams.optional_string("use_bidirectional_attention") == "all") {
+    fail("{}: use_bidirectional_attention = \"all\" makes an encoder, not a causal language model", hparams.where());
   }
   if (hparams.optional_boolean("enable_moe_block").value_or(false)) {
     fail("{}: this is a mixture-of-experts model (enable_moe_block), which Channel does not support", hparams.where());
@@ -147,35 +191,11 @@ void set_rope_scaling(ArchMetadata& out, const JsonObject& rope_full, ModelArch 
   }
 }
 
-// Gemma 3's layer types. The converter writes none (llama.cpp then assumes 5 sliding layers to
-// 1 global); writing them out as one bool per layer says the same for every published
-// checkpoint and stays right for a config whose layer_types say otherwise.
-std::vector<bool> gemma3_sliding_layers(const JsonObject& hparams, int64_t n_layer) {
-  std::vector<bool> sliding;
-  if (const json* types = hparams.find("layer_types")) {
-    if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer) {
-      fail("{} must list one type per layer ({})", hparams.name("layer_types"), n_layer);
-    }
-    for (const json& type : *types) {
-      if (type == "sliding_attention") {
-        sliding.push_back(true);
-      } else if (type == "full_attention") {
-        sliding.push_back(false);
-      } else {
-        fail("{} holds {}; expected \"sliding_attention\" or \"full_attention\"", hparams.name("layer_types"), type.dump());
-      }
-    }
-    return sliding;
-  }
-  // Gemma3TextConfig's default: layer i is global iff (i + 1) % sliding_window_pattern == 0.
-  const int64_t period = hparams.optional_integer("sliding_window_pattern", 1, kMaxSize).value_or(6);
-  for (int64_t il = 0; il < n_layer; ++il) sliding.push_back((il + 1) % period != 0);
-  return sliding;
-}
-
-std::vector<bool> gemma4_sliding_layers(const JsonObject& hparams, int64_t n_layer) {
+// layer_types: one "sliding_attention" or "full_attention" per layer (Gemma4Model: sliding iff
+// t == "sliding_attention"); nullopt when the config has none.
+std::optional<std::vector<bool>> listed_sliding_layers(const JsonObject& hparams, int64_t n_layer) {
   const json* types = hparams.find("layer_types");
-  if (!types) fail("{} has no \"layer_types\" (Gemma 4 lists each layer's attention type)", hparams.where());
+  if (!types) return std::nullopt;
   if (!types->is_array() || static_cast<int64_t>(types->size()) != n_layer) {
     fail("{} must list one type per layer ({})", hparams.name("layer_types"), n_layer);
   }
@@ -184,20 +204,77 @@ std::vector<bool> gemma4_sliding_layers(const JsonObject& hparams, int64_t n_lay
     if (type != "sliding_attention" && type != "full_attention") {
       fail("{} holds {}; expected \"sliding_attention\" or \"full_attention\"", hparams.name("layer_types"), type.dump());
     }
-    sliding.push_back(type == "sliding_attention");  // Gemma4Model: t == "sliding_attention"
+    sliding.push_back(type == "sliding_attention");
   }
   return sliding;
 }
 
-// TextModel.set_gguf_parameters and Gemma3Model.set_gguf_parameters (which Gemma 4 inherits).
+// Gemma 3's layer types. The converter writes none (llama.cpp then assumes 5 sliding layers to
+// 1 global); writing them out as one bool per layer says the same for every published
+// checkpoint and stays right for a config whose layer_types say otherwise.
+std::vector<bool> gemma3_sliding_layers(const JsonObject& hparams, int64_t n_layer) {
+  if (auto listed = listed_sliding_layers(hparams, n_layer)) return *listed;
+  // Gemma3TextConfig's default: layer i is global iff (i + 1) % sliding_window_pattern == 0.
+  const int64_t period = hparams.optional_integer("sliding_window_pattern", 1, kMaxSize).value_or(6);
+  std::vector<bool> sliding;
+  for (int64_t il = 0; il < n_layer; ++il) sliding.push_back((il + 1) % period != 0);
+  return sliding;
+}
+
+// Gemma4TextConfig.__post_init__: layer_types default to 5 sliding : 1 global, and the last layer
+// is made global whatever they say.
+std::vector<bool> gemma4_sliding_layers(const JsonObject& hparams, int64_t n_layer) {
+  std::vector<bool> sliding;
+  if (auto listed = listed_sliding_layers(hparams, n_layer)) {
+    sliding = *listed;
+  } else {
+    for (int64_t il = 0; il < n_layer; ++il) sliding.push_back((il + 1) % 6 != 0);
+  }
+  sliding.back() = false;
+  return sliding;
+}
+
+// Gemma 4's global layers: head size and KV heads. transformers turns global_head_dim (default
+// 512) and num_global_key_value_heads (only where attention_k_eq_v) into per_layer_config entries
+// of the full-attention layers, which is what a config saved by it holds instead; the converter
+// reads either, the first full layer's entry for the latter.
+struct GlobalLayerGeometry {
+  int64_t head_dim = 512;
+  std::optional<int64_t> n_head_kv;
+};
+
+GlobalLayerGeometry gemma4_global_geometry(const JsonObject& hparams, const std::vector<bool>& sliding) {
+  GlobalLayerGeometry geometry;
+  std::optional<JsonObject> first_full;
+  if (const auto per_layer = hparams.optional_object("per_layer_config")) {
+    for (size_t il = 0; il < sliding.size() && !first_full; ++il) {
+      if (!sliding[il]) first_full = per_layer->optional_object(std::to_string(il));
+    }
+  }
+  if (const auto head_dim = hparams.optional_integer("global_head_dim", 1, 8192)) {
+    geometry.head_dim = *head_dim;
+  } else if (first_full) {
+    geometry.head_dim = first_full->optional_integer("head_dim", 1, 8192).value_or(geometry.head_dim);
+  }
+  const auto kv = hparams.optional_integer("num_global_key_value_heads", 1, 4096);
+  if (kv && hparams.optional_boolean("attention_k_eq_v").value_or(false)) {
+    geometry.n_head_kv = kv;
+  } else if (first_full) {
+    geometry.n_head_kv = first_full->optional_integer("num_key_value_heads", 1, 4096);
+  }
+  return geometry;
+}
+
+// TextModel.set_gguf_parameters and Gemma3Model.set_gguf_parameters (which Gemma 4 inherits); the
+// converter's own fallbacks never apply, text_hparams has given every key its value.
 void set_common_keys(ArchMetadata& out, const JsonObject& hparams, const JsonObject& rope) {
   out.set_u32("block_count", hparams.integer("num_hidden_layers", 1, 4096));
-  out.set_u32("context_length", hparams.optional_integer("max_position_embeddings", 1, 1 << 30).value_or(131072));
+  out.set_u32("context_length", hparams.integer("max_position_embeddings", 1, 1 << 30));
   out.set_u32("embedding_length", hparams.integer("hidden_size", 1, kMaxSize));
   out.set_u32("feed_forward_length", hparams.integer("intermediate_size", 1, kMaxSize));
-  out.set_u32("attention.head_count", hparams.optional_integer("num_attention_heads", 1, 4096).value_or(8));
-  out.set_f32("attention.layer_norm_rms_epsilon", hparams.optional_number("rms_norm_eps").value_or(1e-6));
-  const int64_t head_dim = hparams.optional_integer("head_dim", 1, 8192).value_or(256);
+  out.set_u32("attention.head_count", hparams.integer("num_attention_heads", 1, 4096));
+  out.set_f32("attention.layer_norm_rms_epsilon", hparams.number("rms_norm_eps"));
+  const int64_t head_dim = hparams.integer("head_dim", 1, 8192);
   out.set_u32("attention.key_length", head_dim);
   out.set_u32("attention.value_length", head_dim);
   const JsonObject rope_full = rope.optional_object("full_attention").value_or(rope);
@@ -211,7 +288,7 @@ void set_common_keys(ArchMetadata& out, const JsonObject& hparams, const JsonObj
   if (hparams.optional_integer("sliding_window_pattern").value_or(0) != 1) {
     out.set_u32("attention.sliding_window", hparams.integer("sliding_window", 1, 1 << 30));
   }
-  out.set_u32("attention.head_count_kv", hparams.optional_integer("num_key_value_heads", 1, 4096).value_or(4));
+  out.set_u32("attention.head_count_kv", hparams.integer("num_key_value_heads", 1, 4096));
 }
 
 // Gemma4Model.set_gguf_parameters and generate_extra_tensors (dense text models: no shared KV
@@ -223,18 +300,18 @@ void set_gemma4_keys(ArchMetadata& out, HfModelDescription& model, const JsonObj
   const std::vector<bool> sliding = gemma4_sliding_layers(hparams, n_layer);
   out.set_bool_array("attention.sliding_window_pattern", sliding);
 
-  const int64_t head_dim_full = hparams.integer("global_head_dim", 1, 8192);
+  const GlobalLayerGeometry global = gemma4_global_geometry(hparams, sliding);
+  const int64_t head_dim_full = global.head_dim;
   const int64_t head_dim_swa = hparams.integer("head_dim", 1, 8192);
   out.set_u32("attention.key_length", head_dim_full);
   out.set_u32("attention.value_length", head_dim_full);
   out.set_u32("attention.key_length_swa", head_dim_swa);
   out.set_u32("attention.value_length_swa", head_dim_swa);
 
-  const auto kv_full = hparams.optional_integer("num_global_key_value_heads", 1, 4096);
-  const auto kv_swa = hparams.optional_integer("num_key_value_heads", 1, 4096);
-  if (kv_full && kv_swa) {
+  if (global.n_head_kv) {
+    const int64_t kv_swa = hparams.integer("num_key_value_heads", 1, 4096);
     std::vector<int64_t> per_layer;
-    for (bool is_swa : sliding) per_layer.push_back(is_swa ? *kv_swa : *kv_full);
+    for (bool is_swa : sliding) per_layer.push_back(is_swa ? kv_swa : *global.n_head_kv);
     out.set_u32_array("attention.head_count_kv", per_layer);
   }
 
@@ -259,20 +336,12 @@ void set_gemma4_keys(ArchMetadata& out, HfModelDescription& model, const JsonObj
 
 }  // namespace
 
-json hf_text_hparams(const json& config) {
-  json hparams = config;
-  if (config.is_object() && config.contains("text_config") && config["text_config"].is_object()) {
-    for (const auto& [key, value] : config["text_config"].items()) hparams[key] = value;
-  }
-  return hparams;
-}
-
 HfModelDescription describe_hf_model(const json& config_json, const std::string& where) {
   const JsonObject config(config_json, where);
   HfModelDescription model;
   model.arch = arch_of(architecture_of(config), where);
-  const json hparams_json = hf_text_hparams(config_json);
-  const JsonObject hparams(hparams_json, where);
+  model.hparams = text_hparams(config, model.arch);
+  const JsonObject hparams(model.hparams, where);
   refuse_unsupported(hparams, model.arch);
   const json rope_json = rope_parameters_of(hparams);
   const JsonObject rope(rope_json, hparams.name("rope_parameters"));

@@ -150,7 +150,7 @@ GgufFile open_hf_directory(const std::string& directory) {
 
   std::vector<std::pair<std::string, GgufValue>> metadata = model.metadata;
   metadata.emplace_back("general.name", GgufValue::string(directory_name(dir)));
-  std::vector<std::pair<std::string, GgufValue>> vocabulary = read_hf_vocabulary(dir, model.arch, config);
+  std::vector<std::pair<std::string, GgufValue>> vocabulary = read_hf_vocabulary(dir, model, config);
   const int64_t n_vocab = vocabulary_size(vocabulary);
   for (auto& entry : vocabulary) metadata.push_back(std::move(entry));
 

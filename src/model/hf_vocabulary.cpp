@@ -9,7 +9,6 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
-#include "model/hf_config.h"
 #include "model/json_file.h"
 #include "model/sentencepiece_model.h"
 
@@ -199,7 +198,7 @@ TokenList gemma3_tokens(const fs::path& directory, const JsonObject& hparams, co
   }
   const MappedFile mapping(model_path.string());
   const std::vector<SentencePiece> pieces = parse_sentencepiece_model(mapping.bytes(), model_path.string());
-  const auto vocab_size = static_cast<size_t>(hparams.optional_integer("vocab_size", 1, 1 << 22).value_or(static_cast<int64_t>(pieces.size())));
+  const auto vocab_size = static_cast<size_t>(hparams.integer("vocab_size", 1, 1 << 22));
 
   TokenList list;
   for (size_t id = 0; id < vocab_size; ++id) list.push(fmt::format("[PAD{}]", id), -10000.0f, kUnused);
@@ -320,7 +319,8 @@ void set_flag(std::vector<std::pair<std::string, GgufValue>>& out, std::string_v
 
 }  // namespace
 
-std::vector<std::pair<std::string, GgufValue>> read_hf_vocabulary(const fs::path& directory, ModelArch arch, const json& config) {
+std::vector<std::pair<std::string, GgufValue>> read_hf_vocabulary(const fs::path& directory, const HfModelDescription& model,
+                                                                  const json& config) {
   const fs::path tokenizer_path = directory / "tokenizer.json";
   const fs::path tokenizer_config_path = directory / "tokenizer_config.json";
   const json tokenizer = optional_json_file(tokenizer_path);
@@ -328,7 +328,7 @@ std::vector<std::pair<std::string, GgufValue>> read_hf_vocabulary(const fs::path
   if (!tokenizer_config.is_null()) JsonObject(tokenizer_config, tokenizer_config_path.string());  // must be an object
 
   std::vector<std::pair<std::string, GgufValue>> out;
-  if (arch == ModelArch::Gemma4) {
+  if (model.arch == ModelArch::Gemma4) {
     if (tokenizer.is_null()) fail("{} has no tokenizer.json", directory.string());
     if (tokenizer_config.is_null()) fail("{} has no tokenizer_config.json, which names Gemma's special tokens", directory.string());
     const JsonObject tokenizer_object(tokenizer, tokenizer_path.string());
@@ -340,8 +340,7 @@ std::vector<std::pair<std::string, GgufValue>> read_hf_vocabulary(const fs::path
     set_flag(out, "tokenizer.ggml.add_space_prefix", false);
     set_flag(out, "tokenizer.ggml.add_bos_token", true);
   } else {
-    const json hparams = hf_text_hparams(config);
-    const TokenList list = gemma3_tokens(directory, JsonObject(hparams, (directory / "config.json").string()), tokenizer_config);
+    const TokenList list = gemma3_tokens(directory, JsonObject(model.hparams, (directory / "config.json").string()), tokenizer_config);
     out.emplace_back("tokenizer.ggml.model", GgufValue::string("llama"));
     out.emplace_back("tokenizer.ggml.pre", GgufValue::string("default"));
     add_token_list(out, list);

@@ -29,12 +29,14 @@
 #include <nlohmann/json.hpp>
 
 #include "model/gguf.h"
-#include "model/model_config.h"
+#include "model/hf_config.h"
 
 namespace channel {
 
-// `config` is config.json (special token ids, Gemma 3's vocab_size).
+// `config` is config.json as the file has it (SpecialVocab reads its X_token_id keys itself);
+// `model` gives the architecture and, for Gemma 3, the vocab_size the pieces are padded to.
 std::vector<std::pair<std::string, GgufValue>> read_hf_vocabulary(const std::filesystem::path& directory,
-                                                                  ModelArch arch, const nlohmann::json& config);
+                                                                  const HfModelDescription& model,
+                                                                  const nlohmann::json& config);
 
 }  // namespace channel
