@@ -269,6 +269,47 @@ TEST(HfDirectory, Gemma3NormsGetPlusOneAsTheConverterComputesIt) {
   EXPECT_EQ(file.require("tokenizer.ggml.scores").as_array("s").elements[5].as_float("s"), -5.0);
 }
 
+TEST(HfDirectory, Gemma3AddedTokensOverrideThePieces) {
+  // _create_vocab_sentencepiece: added_tokens.json makes USER_DEFINED tokens, then
+  // tokenizer_config.json's added_tokens_decoder makes CONTROL ones (special, or looking special)
+  // and USER_DEFINED ones with U+2581 written as a space; ids past vocab_size are ignored.
+  TinyDirectory d = TinyDirectory::gemma3_model();
+  d.tokenizer_config["added_tokens_decoder"] = {
+      {"9", {{"content", "<start_of_turn>"}, {"special", true}}},
+      {"8", {{"content", "my\u2581word"}, {"special", false}}},
+      {"7", {{"content", "<unused3>"}, {"special", false}}},
+      {"42", {{"content", "<image_soft_token>"}, {"special", true}}}};
+  testing::TempDir dir;
+  d.write(dir);
+  std::ofstream(dir.file("added_tokens.json")) << R"({"<extra>": 6})";
+  const GgufFile file = open_hf_directory(dir.file(""));
+  const auto& texts = file.require("tokenizer.ggml.tokens").as_array("t").elements;
+  ASSERT_EQ(texts.size(), 10u);
+  EXPECT_EQ(texts[6].as_string("t"), "<extra>");
+  EXPECT_EQ(token_type(file, 6), 4);
+  EXPECT_EQ(texts[7].as_string("t"), "<unused3>");
+  EXPECT_EQ(token_type(file, 7), 3);
+  EXPECT_EQ(texts[8].as_string("t"), "my word");
+  EXPECT_EQ(token_type(file, 8), 4);
+  EXPECT_EQ(texts[9].as_string("t"), "<start_of_turn>");
+  EXPECT_EQ(token_type(file, 9), 3);
+  EXPECT_EQ(file.require("tokenizer.ggml.scores").as_array("s").elements[9].as_float("s"), -1000.0);
+}
+
+TEST(HfDirectory, Gemma3VocabularyPaddedToVocabSize) {
+  // vocab_size past the SentencePiece pieces (Gemma 3 4B: 262208 for 262144 pieces): [PADn]
+  // tokens of type UNUSED fill the rest, and the embedding keeps as many rows.
+  TinyDirectory d = TinyDirectory::gemma3_model();
+  d.config["vocab_size"] = 12;
+  testing::TempDir dir;
+  d.write(dir);
+  const auto model = Model::load(dir.file(""));
+  EXPECT_EQ(model->config().n_vocab, 12);
+  EXPECT_EQ(model->token_embedding().rows, 12);
+  EXPECT_EQ(model->gguf().require("tokenizer.ggml.tokens").as_array("t").elements[11].as_string("t"), "[PAD11]");
+  EXPECT_EQ(token_type(model->gguf(), 11), 5);
+}
+
 TinyDirectory changed(TinyDirectory d, const std::function<void(TinyDirectory&)>& change) {
   change(d);
   return d;
