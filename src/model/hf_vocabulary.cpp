@@ -317,37 +317,47 @@ void set_flag(std::vector<std::pair<std::string, GgufValue>>& out, std::string_v
   out.emplace_back(std::string(key), GgufValue::boolean(value));
 }
 
+using Metadata = std::vector<std::pair<std::string, GgufValue>>;
+
+// Gemma4Model.set_vocab.
+Metadata gemma4_vocabulary(const fs::path& directory, const json& tokenizer, const json& tokenizer_config, const json& config) {
+  if (tokenizer.is_null()) fail("{} has no tokenizer.json", directory.string());
+  if (tokenizer_config.is_null()) fail("{} has no tokenizer_config.json, which names Gemma's special tokens", directory.string());
+  const JsonObject tokenizer_object(tokenizer, (directory / "tokenizer.json").string());
+  const TokenList list = gemma4_tokens(tokenizer_object, tokenizer_config, optional_json_file(directory / "special_tokens_map.json"));
+  Metadata out;
+  out.emplace_back("tokenizer.ggml.model", GgufValue::string("gemma4"));
+  add_token_list(out, list);
+  out.emplace_back("tokenizer.ggml.merges", GgufValue::array(GgufValueType::STRING, merges_of(tokenizer_object)));
+  add_special_tokens(out, tokenizer, tokenizer_config, config, std::nullopt);
+  set_flag(out, "tokenizer.ggml.add_space_prefix", false);
+  set_flag(out, "tokenizer.ggml.add_bos_token", true);
+  return out;
+}
+
+// Gemma3Model.set_vocab with a tokenizer.model (_set_vocab_sentencepiece).
+Metadata gemma3_vocabulary(const fs::path& directory, const json& tokenizer, const json& tokenizer_config, const json& config,
+                           const json& hparams) {
+  const TokenList list = gemma3_tokens(directory, JsonObject(hparams, (directory / "config.json").string()), tokenizer_config);
+  Metadata out;
+  out.emplace_back("tokenizer.ggml.model", GgufValue::string("llama"));
+  out.emplace_back("tokenizer.ggml.pre", GgufValue::string("default"));
+  add_token_list(out, list);
+  add_special_tokens(out, tokenizer, tokenizer_config, config, list.texts.size());
+  set_flag(out, "tokenizer.ggml.add_space_prefix", false);
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, GgufValue>> read_hf_vocabulary(const fs::path& directory, const HfModelDescription& model,
                                                                   const json& config) {
-  const fs::path tokenizer_path = directory / "tokenizer.json";
   const fs::path tokenizer_config_path = directory / "tokenizer_config.json";
-  const json tokenizer = optional_json_file(tokenizer_path);
+  const json tokenizer = optional_json_file(directory / "tokenizer.json");
   const json tokenizer_config = optional_json_file(tokenizer_config_path);
-  if (!tokenizer_config.is_null()) JsonObject(tokenizer_config, tokenizer_config_path.string());  // must be an object
-
-  std::vector<std::pair<std::string, GgufValue>> out;
-  if (model.arch == ModelArch::Gemma4) {
-    if (tokenizer.is_null()) fail("{} has no tokenizer.json", directory.string());
-    if (tokenizer_config.is_null()) fail("{} has no tokenizer_config.json, which names Gemma's special tokens", directory.string());
-    const JsonObject tokenizer_object(tokenizer, tokenizer_path.string());
-    const TokenList list = gemma4_tokens(tokenizer_object, tokenizer_config, optional_json_file(directory / "special_tokens_map.json"));
-    out.emplace_back("tokenizer.ggml.model", GgufValue::string("gemma4"));
-    add_token_list(out, list);
-    out.emplace_back("tokenizer.ggml.merges", GgufValue::array(GgufValueType::STRING, merges_of(tokenizer_object)));
-    add_special_tokens(out, tokenizer, tokenizer_config, config, std::nullopt);
-    set_flag(out, "tokenizer.ggml.add_space_prefix", false);
-    set_flag(out, "tokenizer.ggml.add_bos_token", true);
-  } else {
-    const TokenList list = gemma3_tokens(directory, JsonObject(model.hparams, (directory / "config.json").string()), tokenizer_config);
-    out.emplace_back("tokenizer.ggml.model", GgufValue::string("llama"));
-    out.emplace_back("tokenizer.ggml.pre", GgufValue::string("default"));
-    add_token_list(out, list);
-    add_special_tokens(out, tokenizer, tokenizer_config, config, list.texts.size());
-    set_flag(out, "tokenizer.ggml.add_space_prefix", false);
-  }
-  return out;
+  if (!tokenizer_config.is_null()) JsonObject(tokenizer_config, tokenizer_config_path.string());  // fails unless an object
+  return model.arch == ModelArch::Gemma4 ? gemma4_vocabulary(directory, tokenizer, tokenizer_config, config)
+                                         : gemma3_vocabulary(directory, tokenizer, tokenizer_config, config, model.hparams);
 }
 
 }  // namespace channel
