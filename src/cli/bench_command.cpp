@@ -104,7 +104,7 @@ void register_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchCliOptions>();
   CLI::App* bench = app.add_subcommand(
       "bench", "Measure prefill, decode (depth 0 and ring full), probe, snapshot and memory scan speed on random tokens");
-  bench->add_option("-m,--model", o->model_path, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_model_option(*bench, "-m,--model", o->model_path)->required();
   add_backend_options(*bench, o->backend);
   add_quantization_options(*bench, o->quantization);
   bench->add_option("-p,--prompt-tokens", o->bench.prompt_tokens, "prefill: tokens on a fresh stream")

@@ -196,7 +196,7 @@ void chat(const ChatOptions& o) {
 void register_chat_command(CLI::App& app) {
   auto o = std::make_shared<ChatOptions>();
   CLI::App* cmd = app.add_subcommand("chat", "Chat with a model on the terminal (Ctrl-C aborts a turn)");
-  cmd->add_option("-m,--model", o->model_path, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_model_option(*cmd, "-m,--model", o->model_path)->required();
   cmd->add_option("-n,--max-tokens", o->max_tokens, "response tokens per turn")->capture_default_str();
   cmd->add_option("--temp", o->temperature, "sampling temperature; 0 or less is greedy")->capture_default_str();
   cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();

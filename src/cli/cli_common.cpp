@@ -118,6 +118,11 @@ std::shared_ptr<const Model> load_model_verbose(const std::string& path, const L
   return model;
 }
 
+CLI::Option* add_model_option(CLI::App& command, const std::string& name, std::string& path) {
+  return command.add_option(name, path, "GGUF model file, or a Hugging Face model directory (config.json, tokenizer, safetensors)")
+      ->check(CLI::ExistingPath);
+}
+
 void add_backend_options(CLI::App& command, BackendChoice& choice) {
   add_threads_option(command, choice.options.threads);
   command.add_option("--backend", choice.name, "compute backend: cpu or vulkan")

@@ -46,6 +46,10 @@ void add_backend_options(CLI::App& command, BackendChoice& choice);
 // it runs on.
 std::unique_ptr<Backend> make_chosen_backend(std::shared_ptr<const Model> model, const BackendChoice& choice);
 
+// Adds the model option (`name`: "-m,--model", or a positional name): a GGUF file or a Hugging
+// Face model directory (Model::load tells them apart).
+CLI::Option* add_model_option(CLI::App& command, const std::string& name, std::string& path);
+
 // Writes ids space-separated on one line to stdout.
 void print_ids(const std::vector<int32_t>& ids);
 

@@ -70,7 +70,7 @@ void run_eval(const EvalOptions& o) {
 void register_eval_command(CLI::App& app) {
   auto options = std::make_shared<EvalOptions>();
   CLI::App* eval = app.add_subcommand("eval", "Evaluate a token sequence and write the logits of every position");
-  eval->add_option("-m,--model", options->model_path, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_model_option(*eval, "-m,--model", options->model_path)->required();
   auto* tokens = eval->add_option("--tokens", options->tokens, "comma-separated token ids, used as given (no BOS added)");
   auto* prompt = eval->add_option("-p,--prompt", options->prompt, "text, tokenized with BOS and special tokens");
   tokens->excludes(prompt);

@@ -174,7 +174,7 @@ void register_model_commands(CLI::App& app) {
   auto info_path = std::make_shared<std::string>();
   auto list_tensors = std::make_shared<bool>(false);
   CLI::App* info = model->add_subcommand("info", "Architecture, geometry, per-layer types, tensor types and sizes");
-  info->add_option("model", *info_path, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_model_option(*info, "model", *info_path)->required();
   info->add_flag("--tensors", *list_tensors, "also list every tensor (name, type, shape, bytes)");
   info->callback([info_path, list_tensors] {
     print_model_info(*info_path);

@@ -83,7 +83,7 @@ void run(const RunOptions& o) {
 void register_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* run_cmd = app.add_subcommand("run", "Stream a completion of a prompt");
-  run_cmd->add_option("-m,--model", o->model_path, "GGUF model file")->required()->check(CLI::ExistingFile);
+  add_model_option(*run_cmd, "-m,--model", o->model_path)->required();
   run_cmd->add_option("-p,--prompt", o->prompt, "the user's message (or the raw text with --raw)")->required();
   run_cmd->add_option("-n,--max-tokens", o->max_tokens, "most tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   run_cmd->add_option("--temp", o->temperature, "sampling temperature; 0 or less is greedy")->capture_default_str();

@@ -47,7 +47,7 @@ void warn_unsupported(const ServeOptions& o, const CLI::App& app) {
 }
 
 void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
-  auto* model = app.add_option("-m,--model", o.model_path, "GGUF model file")->check(CLI::ExistingFile);
+  auto* model = add_model_option(app, "-m,--model", o.model_path);
   if (model_required) model->required();
   app.add_option("-n,--max-tokens", o.max_tokens, "response tokens per decode burst (OP_SET_CONFIG can change it)")
       ->capture_default_str();

@@ -5,7 +5,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/error.h"
-#include "model/gguf.h"
+#include "model/hf_directory.h"
 #include "tokenizer/escapes.h"
 #include "tokenizer/tokenizer.h"
 
@@ -20,7 +20,7 @@ struct TokenizeOptions {
 
 void run_tokenize(const TokenizeOptions& o) {
   // Only the vocabulary is needed: no weights are bound, so a vocab-only GGUF works too.
-  const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(o.model_path));
+  const Tokenizer tokenizer = Tokenizer::from_gguf(open_model_path(o.model_path));
   const std::vector<std::string> inputs =
       o.lines_path.empty() ? std::vector<std::string>{o.text} : read_lines_file(o.lines_path);
   for (const std::string& input : inputs) print_ids(tokenizer.encode(input, /*add_special=*/true, /*parse_special=*/true));
@@ -31,7 +31,8 @@ void run_tokenize(const TokenizeOptions& o) {
 void register_tokenize_command(CLI::App& app) {
   auto o = std::make_shared<TokenizeOptions>();
   CLI::App* tokenize = app.add_subcommand("tokenize", "Print the token ids of text (BOS first, special tokens parsed)");
-  tokenize->add_option("-m,--model", o->model_path, "GGUF model or vocabulary file")->required()->check(CLI::ExistingFile);
+  add_model_option(*tokenize, "-m,--model", o->model_path)->required()->description(
+      "GGUF model or vocabulary file, or a Hugging Face model directory");
   auto* text = tokenize->add_option("--text", o->text, "the text to tokenize");
   auto* lines = tokenize->add_option("--lines", o->lines_path,
                                      "file with one string per line (escapes: \\n \\t \\r \\\\ \\xHH); one output line each")

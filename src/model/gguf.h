@@ -90,6 +90,20 @@ class GgufFile {
   // Parses bytes owned by the caller (fuzzing, tests); they must outlive the GgufFile.
   static GgufFile parse(std::span<const uint8_t> bytes, std::string_view origin = "<memory>");
 
+  // A file made of parts held elsewhere, as if written and read back: the metadata and tensor
+  // table a converter would write, each tensor's bytes wherever they are (a Hugging Face
+  // directory's safetensors mappings, or buffers of converted values). `owner` keeps all of them
+  // alive. Each tensor's bytes must be its n_bytes (checked); names and keys must be unique
+  // (checked). The tensors' offsets mean nothing here. `source_name` gives, for a tensor name
+  // (present or not), what the parts call it, so that errors can say so ("" where nothing does).
+  struct PlacedTensor {
+    GgufTensorInfo info;
+    std::span<const uint8_t> bytes;
+  };
+  static GgufFile assemble(std::string origin, std::vector<std::pair<std::string, GgufValue>> metadata,
+                           std::vector<PlacedTensor> tensors, std::shared_ptr<const void> owner,
+                           std::function<std::string(std::string_view)> source_name = {});
+
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   const std::string& origin() const { return origin_; }
@@ -103,11 +117,16 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   const GgufTensorInfo& require_tensor(std::string_view name) const;
   std::span<const uint8_t> tensor_bytes(const GgufTensorInfo& tensor) const;
-  // The file's mapping (null for parse()).
+  // The file's mapping (null for parse() and assemble()).
   const MappedFile* mapping() const { return mapping_.get(); }
+  // A tensor name for error messages: 'name', and for an assembled file what its source calls it
+  // ("'blk.0.attn_q.weight' (model.layers.0.self_attn.q_proj.weight)").
+  std::string tensor_label(std::string_view name) const;
 
  private:
-  std::shared_ptr<MappedFile> mapping_;  // null for parse()
+  std::shared_ptr<MappedFile> mapping_;  // null for parse() and assemble()
+  std::shared_ptr<const void> owner_;    // what an assembled file's tensors and values point into
+  std::function<std::string(std::string_view)> source_name_;  // assembled files: the parts' tensor names
   std::span<const uint8_t> bytes_;
   std::string origin_;
   uint32_t version_ = 0;
@@ -116,6 +135,7 @@ class GgufFile {
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::map<std::string, size_t, std::less<>> metadata_index_;
   std::vector<GgufTensorInfo> tensors_;
+  std::vector<std::span<const uint8_t>> tensor_data_;  // per tensor, in tensors_ order
   std::map<std::string, size_t, std::less<>> tensor_index_;
 
   friend class GgufParser;

@@ -249,6 +249,9 @@ class GgufParser {
              gguf_format::quote(current.name));
       }
     }
+    for (const auto& tensor : tensors) {
+      file_.tensor_data_.push_back(file_.bytes_.subspan(file_.data_offset_ + tensor.offset, tensor.n_bytes));
+    }
   }
 
   GgufFile& file_;
@@ -280,6 +283,47 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string_view origin
   return file;
 }
 
+GgufFile GgufFile::assemble(std::string origin, std::vector<std::pair<std::string, GgufValue>> metadata,
+                            std::vector<PlacedTensor> tensors, std::shared_ptr<const void> owner,
+                            std::function<std::string(std::string_view)> source_name) {
+  GgufFile file;
+  file.origin_ = std::move(origin);
+  file.owner_ = std::move(owner);
+  file.source_name_ = std::move(source_name);
+  file.version_ = gguf_format::kWrittenVersion;
+  try {
+    for (auto& [key, value] : metadata) {
+      gguf_format::check_key(key);
+      if (!file.metadata_index_.emplace(key, file.metadata_.size()).second) {
+        fail("duplicate metadata key {}", gguf_format::quote(key));
+      }
+      file.metadata_.emplace_back(std::move(key), std::move(value));
+    }
+    file.tensors_.reserve(tensors.size());
+    for (auto& [info, bytes] : tensors) {
+      gguf_format::check_tensor_name(info.name);
+      const auto layout = gguf_format::check_tensor(info.name, info.dims, static_cast<uint32_t>(info.type));
+      if (layout.n_bytes != bytes.size()) {
+        fail("tensor {} needs {} bytes but has {}", gguf_format::quote(info.name), layout.n_bytes, bytes.size());
+      }
+      if (file.tensor_index_.contains(info.name)) fail("duplicate tensor {}", gguf_format::quote(info.name));
+      info.n_bytes = layout.n_bytes;
+      info.offset = 0;
+      file.tensor_index_.emplace(info.name, file.tensors_.size());
+      file.tensors_.push_back(std::move(info));
+      file.tensor_data_.push_back(bytes);
+    }
+  } catch (const Error& error) {
+    throw Error(fmt::format("{}: {}", file.origin_, error.what()));
+  }
+  return file;
+}
+
+std::string GgufFile::tensor_label(std::string_view name) const {
+  const std::string source = source_name_ ? source_name_(name) : std::string();
+  return source.empty() ? gguf_format::quote(name) : fmt::format("{} ({})", gguf_format::quote(name), source);
+}
+
 const GgufValue* GgufFile::find(std::string_view key) const {
   const auto it = metadata_index_.find(key);
   return it == metadata_index_.end() ? nullptr : &metadata_[it->second].second;
@@ -302,11 +346,12 @@ const GgufTensorInfo& GgufFile::require_tensor(std::string_view name) const {
 
 std::span<const uint8_t> GgufFile::tensor_bytes(const GgufTensorInfo& tensor) const {
   // The parser checked every tensor of this file; this guards against an info from another file.
-  const uint64_t data_size = data_offset_ <= bytes_.size() ? bytes_.size() - data_offset_ : 0;
-  if (tensor.offset > data_size || tensor.n_bytes > data_size - tensor.offset) {
+  const auto it = tensor_index_.find(tensor.name);
+  if (it == tensor_index_.end() || tensors_[it->second].offset != tensor.offset ||
+      tensors_[it->second].n_bytes != tensor.n_bytes) {
     fail("{}: tensor {} does not belong to this file", origin_, gguf_format::quote(tensor.name));
   }
-  return bytes_.subspan(data_offset_ + tensor.offset, tensor.n_bytes);
+  return tensor_data_[it->second];
 }
 
 }  // namespace channel

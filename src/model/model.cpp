@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/hf_directory.h"
 #include "model/quantize.h"
 
 namespace channel {
@@ -19,14 +20,14 @@ class TensorBinder {
 
   const GgufTensorInfo& require(const std::string& name, const std::vector<int64_t>& dims) const {
     const GgufTensorInfo* tensor = file_.find_tensor(name);
-    if (!tensor) fail("{}: tensor '{}' is missing", file_.origin(), name);
+    if (!tensor) fail("{}: tensor {} is missing", file_.origin(), file_.tensor_label(name));
     check_dims(*tensor, dims);
     return *tensor;
   }
 
   void check_dims(const GgufTensorInfo& tensor, const std::vector<int64_t>& dims) const {
     if (tensor.dims != dims) {
-      fail("{}: tensor '{}' has shape {} but the model configuration needs {}", file_.origin(), tensor.name,
+      fail("{}: tensor {} has shape {} but the model configuration needs {}", file_.origin(), file_.tensor_label(tensor.name),
            fmt::join(tensor.dims, "x"), fmt::join(dims, "x"));
     }
   }
@@ -74,7 +75,7 @@ struct Model::MatrixBinding {
 };
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoadOptions& options) {
-  return from_gguf(GgufFile::open(path), options);
+  return from_gguf(open_model_path(path), options);
 }
 
 std::shared_ptr<const Model> Model::from_gguf(GgufFile file, const ModelLoadOptions& options) {
@@ -122,7 +123,7 @@ Model::Model(GgufFile file, const ModelLoadOptions& options) : file_(std::move(f
       if (bind.find(blk(il, "attn_v"))) {
         bind_matrix(w.wv.emplace(), blk(il, "attn_v"), n_embd, kv_width);
       } else if (config_.arch == ModelArch::Gemma3) {
-        fail("{}: tensor '{}' is missing", file_.origin(), blk(il, "attn_v"));
+        fail("{}: tensor {} is missing", file_.origin(), file_.tensor_label(blk(il, "attn_v")));
       }
       w.k_norm = bind.vector(blk(il, "attn_k_norm"), lc.head_dim);
     }

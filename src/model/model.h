@@ -64,8 +64,8 @@ struct ConvertedWeight {
 
 class Model {
  public:
-  // Opens, validates and binds a GGUF model; throws channel::Error with a message naming the
-  // file and the problem.
+  // Opens, validates and binds a GGUF model, or a Hugging Face directory (hf_directory.h) when
+  // `path` is a directory; throws channel::Error with a message naming the file and the problem.
   static std::shared_ptr<const Model> load(const std::string& path, const ModelLoadOptions& options = {});
   static std::shared_ptr<const Model> from_gguf(GgufFile file, const ModelLoadOptions& options = {});
 

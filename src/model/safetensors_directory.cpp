@@ -1,12 +1,9 @@
 #include "model/safetensors_directory.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/json_file.h"
 
 namespace channel {
 namespace {
@@ -16,16 +13,7 @@ using nlohmann::json;
 
 // The index's weight_map: tensor name -> shard file name.
 std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
-  std::ifstream in(index_path);
-  if (!in) fail("cannot read {}", index_path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  json index;
-  try {
-    index = json::parse(text.str());
-  } catch (const json::exception& e) {
-    fail("{} is not valid JSON ({})", index_path.string(), e.what());
-  }
+  const json index = read_json_file(index_path);
   const auto map = index.is_object() ? index.find("weight_map") : index.end();
   if (map == index.end() || !map->is_object()) fail("{} has no \"weight_map\" object", index_path.string());
   std::map<std::string, std::string> weight_map;

@@ -1,0 +1,148 @@
+// config.json -> ModelConfig through the converter's metadata, on configs written the way the
+// published checkpoints' are (transformers saves only the keys that differ from its config
+// class's defaults), checked against the geometry in shared/reference/gemma-gguf-facts.md.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/hf_config.h"
+#include "model/model_config.h"
+
+namespace channel {
+namespace {
+
+using nlohmann::json;
+
+// The configuration the GGUF path resolves from the converter's metadata (with a stand-in
+// vocabulary: ModelConfig takes the vocabulary size from the token list).
+ModelConfig resolve(const json& config) {
+  HfModelDescription model = describe_hf_model(config, "config.json");
+  model.metadata.emplace_back("tokenizer.ggml.tokens", GgufValue::array(GgufValueType::STRING, {GgufValue::string("a")}));
+  return ModelConfig::from_gguf(GgufFile::assemble("config.json", std::move(model.metadata), {}, nullptr));
+}
+
+int count_sliding(const ModelConfig& c) {
+  int n = 0;
+  for (const LayerConfig& l : c.layers) n += l.sliding ? 1 : 0;
+  return n;
+}
+
+TEST(HfConfig, Gemma3_4bTextConfigOfSixKeys) {
+  const json config = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                       {"text_config",
+                        {{"hidden_size", 2560}, {"intermediate_size", 10240}, {"model_type", "gemma3_text"},
+                         {"num_hidden_layers", 34}, {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}},
+                         {"sliding_window", 1024}}},
+                       {"vision_config", {{"hidden_size", 1152}}}};
+  const ModelConfig c = resolve(config);
+  EXPECT_EQ(c.n_layer, 34);
+  EXPECT_EQ(c.n_embd, 2560);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(count_sliding(c), 29);  // 5:1, layers 5, 11, ... global
+  EXPECT_FALSE(c.layers[5].sliding);
+  for (const LayerConfig& l : c.layers) {
+    EXPECT_EQ(l.n_head, 8);
+    EXPECT_EQ(l.n_head_kv, 4);
+    EXPECT_EQ(l.head_dim, 256);
+    EXPECT_EQ(l.n_ff, 10240);
+    EXPECT_FLOAT_EQ(l.rope_base, l.sliding ? 1e4f : 1e6f);
+    EXPECT_FLOAT_EQ(l.rope_freq_scale, l.sliding ? 1.0f : 0.125f);
+  }
+  EXPECT_FLOAT_EQ(c.query_scale, 1.0f / 16.0f);
+  EXPECT_EQ(c.final_softcap, 0.0f);
+  // Gemma3TextConfig's vocab_size, to which the converter pads the SentencePiece vocabulary.
+  EXPECT_EQ(describe_hf_model(config, "config.json").hparams["vocab_size"], 262208);
+}
+
+TEST(HfConfig, Gemma3_27bScalesQueriesBy168) {
+  const json config = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                       {"text_config",
+                        {{"head_dim", 128}, {"hidden_size", 5376}, {"intermediate_size", 21504}, {"num_attention_heads", 32},
+                         {"num_hidden_layers", 62}, {"num_key_value_heads", 16}, {"query_pre_attn_scalar", 168},
+                         {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}}, {"sliding_window", 1024}}}};
+  const HfModelDescription model = describe_hf_model(config, "config.json");
+  EXPECT_EQ(model.query_pre_attn_scalar, 168.0);
+  const ModelConfig c = resolve(config);
+  EXPECT_EQ(c.layers[0].head_dim, 128);
+  EXPECT_EQ(c.layers[0].n_head_kv, 16);
+  EXPECT_FLOAT_EQ(c.query_scale, 1.0f / std::sqrt(168.0f));
+}
+
+// Gemma 4 31B as transformers would save it: every key that differs from Gemma4TextConfig's.
+json gemma4_31b() {
+  return {{"architectures", {"Gemma4ForConditionalGeneration"}},
+          {"text_config",
+           {{"hidden_size", 5376}, {"intermediate_size", 21504}, {"num_hidden_layers", 60}, {"num_attention_heads", 32},
+            {"num_key_value_heads", 16}, {"num_global_key_value_heads", 4}, {"attention_k_eq_v", true},
+            {"sliding_window", 1024}, {"final_logit_softcapping", 30.0}, {"hidden_size_per_layer_input", 0}}}};
+}
+
+void expect_31b_geometry(const ModelConfig& c) {
+  EXPECT_EQ(c.n_layer, 60);
+  EXPECT_EQ(count_sliding(c), 50);
+  EXPECT_FALSE(c.layers[59].sliding);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_FLOAT_EQ(c.final_softcap, 30.0f);
+  EXPECT_FLOAT_EQ(c.query_scale, 1.0f);
+  for (const LayerConfig& l : c.layers) {
+    EXPECT_EQ(l.n_head, 32);
+    EXPECT_EQ(l.n_head_kv, l.sliding ? 16 : 4);
+    EXPECT_EQ(l.head_dim, l.sliding ? 256 : 512);
+    EXPECT_EQ(l.n_rot, l.sliding ? 256 : 512);
+    EXPECT_FLOAT_EQ(l.rope_base, l.sliding ? 1e4f : 1e6f);
+    EXPECT_EQ(l.rope_freq_factors, !l.sliding);
+  }
+}
+
+TEST(HfConfig, Gemma4_31bFromItsDifferencesToTheDefaults) {
+  const json config = gemma4_31b();
+  expect_31b_geometry(resolve(config));
+  // Proportional RoPE with the default partial_rotary_factor 0.25: 64 of 256 pairs rotate.
+  const std::vector<float> freqs = describe_hf_model(config, "config.json").rope_freqs;
+  ASSERT_EQ(freqs.size(), 256u);
+  EXPECT_EQ(freqs[63], 1.0f);
+  EXPECT_EQ(freqs[64], 1e30f);
+}
+
+TEST(HfConfig, Gemma4GlobalGeometryFromPerLayerConfig) {
+  // What transformers' to_dict() holds instead of global_head_dim / num_global_key_value_heads.
+  json config = gemma4_31b();
+  config["text_config"].erase("num_global_key_value_heads");
+  json per_layer = json::object();
+  for (int il = 5; il < 60; il += 6) per_layer[std::to_string(il)] = {{"head_dim", 512}, {"num_key_value_heads", 4}};
+  config["text_config"]["per_layer_config"] = per_layer;
+  expect_31b_geometry(resolve(config));
+}
+
+TEST(HfConfig, Gemma4GlobalKvHeadsOnlyWithKEqualsV) {
+  // Gemma4TextConfig applies num_global_key_value_heads to the global layers only when
+  // attention_k_eq_v says their V is their K.
+  json config = gemma4_31b();
+  config["text_config"]["attention_k_eq_v"] = false;
+  const ModelConfig c = resolve(config);
+  for (const LayerConfig& l : c.layers) EXPECT_EQ(l.n_head_kv, 16);
+}
+
+TEST(HfConfig, Gemma4LastLayerIsGlobalWhateverLayerTypesSay) {
+  json config = gemma4_31b();
+  config["text_config"]["num_hidden_layers"] = 3;
+  config["text_config"]["layer_types"] = {"sliding_attention", "sliding_attention", "sliding_attention"};
+  const ModelConfig c = resolve(config);
+  EXPECT_TRUE(c.layers[1].sliding);
+  EXPECT_FALSE(c.layers[2].sliding);
+}
+
+TEST(HfConfig, Gemma4WithoutHiddenSizePerLayerInputIsAnEModel) {
+  // Gemma4TextConfig's default is 256: a config that leaves it out describes per-layer embeddings.
+  json config = gemma4_31b();
+  config["text_config"].erase("hidden_size_per_layer_input");
+  EXPECT_THROW(describe_hf_model(config, "config.json"), Error);
+}
+
+}  // namespace
+}  // namespace channel
