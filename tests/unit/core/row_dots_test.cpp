@@ -1,6 +1,7 @@
 // The SIMD row dot products against a double-precision sum, on every Highway target this CPU has,
-// at widths around the vector lengths (1 to 16 floats) and the unrolled step (4 vectors), so
-// that the main loop, the one-vector loop and the scalar tail are each checked.
+// at widths around the vector lengths (1 to 16 floats) and the unrolled step (4 vectors), and
+// row counts around the 8-row tile, so that the tiles, the single rows' main and one-vector
+// loops and the scalar tails are each checked.
 #include "core/row_dots.h"
 
 #include <gtest/gtest.h>
@@ -28,7 +29,7 @@ std::vector<float> normals(SplitMix64& random, size_t n) {
 TEST_P(RowDots, MatchDoubleSumsWithinTheFloatBound) {
   SplitMix64 random(7);
   for (size_t cols : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 3840, 3843}) {
-    for (size_t rows : {0, 1, 2, 9}) {
+    for (size_t rows : {0, 1, 2, 8, 9, 17}) {
       const std::vector<float> matrix = normals(random, rows * cols);
       const std::vector<float> vector = normals(random, cols);
       std::vector<float> out(rows, NAN);
@@ -59,7 +60,7 @@ TEST_P(RowDots, IntegerValuesSumExactly) {
     return v;
   };
   for (size_t cols : {1, 3, 8, 15, 16, 17, 33, 64, 65, 3840, 3843}) {
-    const size_t rows = 5;
+    const size_t rows = 13;
     const std::vector<float> matrix = small_integers(rows * cols);
     const std::vector<float> vector = small_integers(cols);
     std::vector<float> out(rows, NAN);
