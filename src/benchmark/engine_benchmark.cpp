@@ -256,8 +256,7 @@ class Bench {
     result_.memory_scan_bytes = uint64_t{kMemoryScanEpisodes} * width * sizeof(float);
     result_.memory_scan_threads = pool.size();
     progress_(fmt::format("memory: read bandwidth of {} threads", pool.size()));
-    result_.memory_read_gb_s =
-        measure_read_bandwidth({.threads = static_cast<unsigned>(pool.size()), .bytes = default_read_buffer_bytes()}).gb_s;
+    result_.memory_read_gb_s = measure_read_bandwidth({.threads = static_cast<unsigned>(pool.size())}).gb_s;
 
     // A full episode as the store file holds it (docs/memory-format.md): a record's size does
     // not depend on the fingerprint, only on the geometry.
