@@ -21,6 +21,7 @@ struct BenchmarkOptions {
   int reps = 3;             // repetitions of each figure (after one warm-up)
   bool full_ring = true;    // also decode with the whole ring filled (costs one long prefill)
   uint64_t seed = 1;        // of the random tokens
+  int memory_scan_threads = 1;  // the memory scan's threads (the CPU's, on every backend)
 };
 
 struct BenchmarkResult {
@@ -36,13 +37,21 @@ struct BenchmarkResult {
   uint32_t snapshot_slots = 0;     // live KV slots the snapshot holds
   std::string session_skipped;     // why the probe and snapshot figures are missing, if they are
   // Episodic memory: one recall's scan (every episode scored, the best 128 picked) of a store of
-  // memory_scan_episodes episodes whose centroids are the model's width, and what one full
-  // episode (64 tokens with their KV on every layer) takes in the store file.
+  // memory_scan_episodes episodes whose centroids are the model's width, on the CPU with
+  // memory_scan_threads threads, its centroids flushed from the caches before each repetition;
+  // the read bandwidth of as many threads (read_bandwidth.h) to compare it with; and what one
+  // full episode (64 tokens with their KV on every layer) takes in the store file.
   Summary memory_scan_ms;
   uint32_t memory_scan_episodes = 0;
   uint32_t memory_scan_width = 0;
   uint64_t memory_scan_bytes = 0;  // the centroids read
+  int memory_scan_threads = 0;
+  double memory_read_gb_s = 0.0;
   double memory_scan_gb_s() const { return memory_scan_ms.count ? memory_scan_bytes / (memory_scan_ms.median * 1e6) : 0.0; }
+  // The scan's share of the machine's read bandwidth: issue 10's target is 0.8 or more.
+  double memory_scan_bandwidth_fraction() const {
+    return memory_read_gb_s > 0 ? memory_scan_gb_s() / memory_read_gb_s : 0.0;
+  }
   uint64_t memory_episode_disk_bytes = 0;
 };
 

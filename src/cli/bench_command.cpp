@@ -46,8 +46,9 @@ void print_table(const BenchCliOptions& o, const BenchmarkResult& r, const Backe
   print_row("snapshot load", r.snapshot_load_ms, "ms");
   if (!r.session_skipped.empty()) fmt::print("probe and snapshot: skipped ({})\n", r.session_skipped);
   print_row(fmt::format("memory scan, {} episodes", r.memory_scan_episodes), r.memory_scan_ms, "ms",
-            fmt::format("width {}, {:.1f} MB of centroids, {:.2f} GB/s", r.memory_scan_width, r.memory_scan_bytes / 1e6,
-                        r.memory_scan_gb_s()));
+            fmt::format("width {}, {:.1f} MB of centroids, {:.2f} GB/s = {:.0f}% of the {:.2f} GB/s {} CPU threads read",
+                        r.memory_scan_width, r.memory_scan_bytes / 1e6, r.memory_scan_gb_s(),
+                        100 * r.memory_scan_bandwidth_fraction(), r.memory_read_gb_s, r.memory_scan_threads));
   fmt::print("episode store: {} bytes ({:.2f} MiB) per 64-token episode on disk\n", r.memory_episode_disk_bytes,
              r.memory_episode_disk_bytes / 1048576.0);
 }
@@ -75,6 +76,9 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
       {"memory_scan_width", r.memory_scan_width},
       {"memory_scan_bytes", r.memory_scan_bytes},
       {"memory_scan_gb_s", r.memory_scan_gb_s()},
+      {"memory_scan_threads", r.memory_scan_threads},
+      {"memory_read_gb_s", r.memory_read_gb_s},
+      {"memory_scan_bandwidth_fraction", r.memory_scan_bandwidth_fraction()},
       {"memory_episode_disk_bytes", r.memory_episode_disk_bytes},
   };
   if (!r.session_skipped.empty()) j["session_skipped"] = r.session_skipped;
@@ -90,6 +94,7 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
 
 void run_bench(BenchCliOptions& o) {
   o.bench.full_ring = !o.no_full_ring;
+  o.bench.memory_scan_threads = o.backend.options.threads;
   auto model = load_model_verbose(o.model_path, chosen_load_conversion(o.quantization));
   const auto backend = make_chosen_backend(model, o.backend);
   const BenchmarkResult result = run_engine_benchmark(

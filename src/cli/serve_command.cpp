@@ -88,6 +88,7 @@ EpisodicMemoryOptions memory_options(const ServeOptions& o, const CLI::App& app)
   memory.enabled = !o.no_memory;
   memory.capacity = static_cast<size_t>(o.mem_capacity);
   if (persistent) memory.path = o.memory.empty() ? kDefaultMemoryPath : o.memory;
+  memory.scan_threads = o.backend.options.threads;
   return memory;
 }
 

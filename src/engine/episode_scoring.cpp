@@ -5,25 +5,49 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/row_dots.h"
 
 namespace channel {
+namespace {
 
-double episode_score(const Episode& episode, std::span<const float> query, int64_t now_ms) {
-  if (query.size() != episode.centroid.size()) {
-    fail("the memory query has {} dimensions, the episodes {}", query.size(), episode.centroid.size());
-  }
-  double cosine = 0.0;
-  for (size_t i = 0; i < query.size(); ++i) cosine += static_cast<double>(query[i]) * episode.centroid[i];
+// Rows per chunk of the scan: enough that a chunk's start-up cost (a thread's wake-up, the
+// query coming into its cache) is small beside streaming its rows in.
+constexpr int64_t kScanRowGrain = 64;
+
+}  // namespace
+
+double episode_score(double cosine, const Episode& episode, int64_t now_ms) {
   // An episode touched "in the future" (a clock that went back) counts as just touched.
   const double age_ms = static_cast<double>(std::max<int64_t>(0, now_ms - episode.last_accessed_ms));
   const double uses = static_cast<double>(episode.child_count) + episode.access_count;
   return 1.0 * cosine + 0.5 * std::exp(-age_ms / kRecencyMs) + 0.3 * std::log1p(uses) + 0.2 * episode.salience;
 }
 
-std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> query, int64_t now_ms, size_t k) {
+std::vector<float> centroid_cosines(const EpisodeStore& store, std::span<const float> query, ThreadPool& pool) {
+  const size_t n = store.episodes().size();
+  if (n == 0) return {};
+  const size_t width = store.centroid_width();
+  if (query.size() != width) fail("the memory query has {} dimensions, the episodes {}", query.size(), width);
+  const std::span<const float> matrix = store.centroid_rows();
+  std::vector<float> by_row(n);
+  pool.parallel_for(
+      static_cast<int64_t>(n),
+      [&](int64_t begin, int64_t end) {
+        const auto first = static_cast<size_t>(begin), rows = static_cast<size_t>(end - begin);
+        dot_rows_f32(matrix.subspan(first * width, rows * width), query, std::span(by_row).subspan(first, rows));
+      },
+      kScanRowGrain);
+  std::vector<float> cosines(n);
+  for (size_t i = 0; i < n; ++i) cosines[i] = by_row[store.centroid_row(i)];
+  return cosines;
+}
+
+std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> query, int64_t now_ms, size_t k,
+                                  ThreadPool& pool) {
   const auto& episodes = store.episodes();
+  const std::vector<float> cosines = centroid_cosines(store, query, pool);
   std::vector<double> scores(episodes.size());
-  for (size_t i = 0; i < episodes.size(); ++i) scores[i] = episode_score(episodes[i], query, now_ms);
+  for (size_t i = 0; i < episodes.size(); ++i) scores[i] = episode_score(cosines[i], episodes[i], now_ms);
   std::vector<size_t> order(episodes.size());
   std::iota(order.begin(), order.end(), size_t{0});
   const size_t n = std::min(k, order.size());

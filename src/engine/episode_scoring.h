@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "engine/episode_store.h"
 
 namespace channel {
@@ -17,10 +18,18 @@ namespace channel {
 // The recency term's time constant, in milliseconds (the original's λ = 1/86,400,000).
 inline constexpr double kRecencyMs = 86'400'000.0;
 
-// `query` has unit length (then the dot product is the cosine), as long as the centroids.
-double episode_score(const Episode& episode, std::span<const float> query, int64_t now_ms);
+// The score of `episode` whose centroid has `cosine` with the query.
+double episode_score(double cosine, const Episode& episode, int64_t now_ms);
+
+// The cosine of each episode's centroid with `query` (unit length, as the centroids: then the
+// dot product is the cosine), indexed as store.episodes(). The scan reads the store's centroid
+// matrix once, split over `pool`, with float sums (core/row_dots.h: each cosine within
+// width · FLT_EPSILON of the exact one, as both vectors have unit length). Throws channel::Error
+// when the query's width is not the centroids'.
+std::vector<float> centroid_cosines(const EpisodeStore& store, std::span<const float> query, ThreadPool& pool);
 
 // The indices into store.episodes() of the best `k` episodes, best first (ties: the older first).
-std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> query, int64_t now_ms, size_t k);
+std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> query, int64_t now_ms, size_t k,
+                                  ThreadPool& pool);
 
 }  // namespace channel

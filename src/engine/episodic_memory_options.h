@@ -12,6 +12,7 @@ struct EpisodicMemoryOptions {
   bool enabled = true;  // false: nothing is staged or committed
   size_t capacity = EpisodeStore::kDefaultCapacity;
   std::string path;  // the store file (docs/memory-format.md); empty: in memory only
+  int scan_threads = 1;  // threads of a recall's scan of the centroids (serve: --threads)
 };
 
 }  // namespace channel

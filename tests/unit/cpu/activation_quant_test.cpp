@@ -13,7 +13,7 @@
 namespace channel::cpu {
 namespace {
 
-using ActivationQuantTest = testing::PerHwyTarget;
+using ActivationQuantTest = hwy_testing::PerHwyTarget;
 CHANNEL_INSTANTIATE_PER_HWY_TARGET(ActivationQuantTest);
 
 std::vector<BlockQ8_0> quantize(const std::vector<float>& x) {

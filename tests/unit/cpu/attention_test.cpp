@@ -122,7 +122,7 @@ void expect_identical(const std::vector<float>& simd, const std::vector<float>& 
 
 // ------------------------------------------------------------------ SIMD against the reference
 
-class AttentionSimd : public testing::PerHwyTarget {};
+class AttentionSimd : public hwy_testing::PerHwyTarget {};
 
 TEST_P(AttentionSimd, OneRowMatchesReference) {
   // Head sizes: whole 64-element steps only, steps plus leftovers, leftovers only, and a size

@@ -148,7 +148,7 @@ bool target_has_fma(int64_t target) {
   return target == HWY_AVX2 || target == HWY_AVX3 || target == HWY_AVX3_DL || target == HWY_SCALAR;
 }
 
-using MatmulTest = testing::PerHwyTarget;
+using MatmulTest = hwy_testing::PerHwyTarget;
 CHANNEL_INSTANTIATE_PER_HWY_TARGET(MatmulTest);
 
 TEST_P(MatmulTest, MatchesScalarReference) {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace channel::cpu::testing {
+namespace channel::hwy_testing {
 
 class PerHwyTarget : public ::testing::TestWithParam<int64_t> {
  protected:
@@ -20,8 +20,8 @@ inline std::string hwy_target_test_name(const ::testing::TestParamInfo<int64_t>&
   return hwy::TargetName(info.param);
 }
 
-}  // namespace channel::cpu::testing
+}  // namespace channel::hwy_testing
 
 #define CHANNEL_INSTANTIATE_PER_HWY_TARGET(suite)                                                      \
   INSTANTIATE_TEST_SUITE_P(HwyTargets, suite, ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()), \
-                           ::channel::cpu::testing::hwy_target_test_name)
+                           ::channel::hwy_testing::hwy_target_test_name)
