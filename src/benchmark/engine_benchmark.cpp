@@ -15,6 +15,7 @@
 #include "benchmark/read_bandwidth.h"
 #include "core/error.h"
 #include "core/split_mix.h"
+#include "core/unit_length.h"
 #include "core/thread_pool.h"
 #include "engine/episode_format.h"
 #include "engine/episode_scoring.h"
@@ -49,13 +50,8 @@ void flush_from_caches(std::span<const float> values) {
 // `width` normal values scaled to unit length, as centroids and queries are.
 std::vector<float> unit_vector(SplitMix64& random, uint32_t width) {
   std::vector<float> v(width);
-  double squares = 0.0;
-  for (float& x : v) {
-    x = random.normal();
-    squares += double{x} * x;
-  }
-  const auto inverse_norm = static_cast<float>(1.0 / std::sqrt(squares));
-  for (float& x : v) x *= inverse_norm;
+  for (float& x : v) x = random.normal();
+  scale_to_unit_length(v);
   return v;
 }
 

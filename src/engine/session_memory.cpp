@@ -2,11 +2,11 @@
 // choice of whole episodes for the 128 recall slots, and their KV written there, on OP_MEM_QUERY
 // and before every prefill of host input.
 #include <algorithm>
-#include <cmath>
 
+#include "core/elapsed.h"
+#include "core/unit_length.h"
 #include "engine/episode_scoring.h"
 #include "engine/session.h"
-#include "core/elapsed.h"
 #include "model/quantize.h"
 
 namespace channel {
@@ -21,11 +21,7 @@ std::vector<float> Session::query_vector(std::span<const int32_t> tokens) const 
                row.data());
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += row[i];
   }
-  double squares = 0.0;
-  for (float v : sum) squares += double{v} * v;
-  if (squares == 0.0) return {};
-  const float inverse_norm = static_cast<float>(1.0 / std::sqrt(squares));
-  for (float& v : sum) v *= inverse_norm;
+  if (!scale_to_unit_length(sum)) return {};
   return sum;
 }
 

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/split_mix.h"
 #include "core/thread_pool.h"
+#include "core/unit_length.h"
 
 namespace channel {
 namespace {
@@ -104,12 +105,8 @@ TEST(EpisodeScoring, AnEpisodeOfAnotherWidthIsRefusedAndTheStoreKept) {
 
 std::vector<float> random_unit_vector(SplitMix64& random, size_t width) {
   std::vector<float> v(width);
-  double squares = 0.0;
-  for (float& x : v) {
-    x = random.normal();
-    squares += double{x} * x;
-  }
-  for (float& x : v) x = static_cast<float>(x / std::sqrt(squares));
+  for (float& x : v) x = random.normal();
+  scale_to_unit_length(v);
   return v;
 }
 
