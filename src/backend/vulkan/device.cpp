@@ -92,6 +92,8 @@ Device::Device(std::optional<uint32_t> index) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
   size_control.subgroupSizeControl = VK_TRUE;
   size_control.computeFullSubgroups = VK_FALSE;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  coop.cooperativeMatrix = VK_TRUE;
   features.pNext = &f11;
   f11.pNext = &f12;
   void** tail = &f12.pNext;
@@ -105,6 +107,11 @@ Device::Device(std::optional<uint32_t> index) {
     *tail = &size_control;
     tail = &size_control.pNext;
     if (!v13) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  }
+  if (f.int8_matrix_n != 0) {
+    *tail = &coop;
+    tail = &coop.pNext;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   }
 
   const float priority = 1.0f;

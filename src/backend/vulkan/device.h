@@ -37,6 +37,8 @@ class Device {
 
   // Whether shaders built with USE_INTEGER_DOT may run here (the feature was enabled).
   bool integer_dot_enabled() const { return info_.features.integer_dot_product; }
+  // N of the int8 cooperative matrix products matmul_coop.comp may use here (16 or 8; 0: none).
+  uint32_t int8_matrix_n() const { return info_.features.int8_matrix_n; }
   // Valid bits of the compute queue's timestamps; 0: no timestamps (CommandSequence::write_timestamp).
   uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }
 

@@ -42,6 +42,30 @@ void chain(void**& tail, T& next) {
   tail = &next.pNext;
 }
 
+// The widest N of the int8 x int8 -> int32 (accumulator and result) products of 16 x N x 32 on
+// subgroups that VK_NV_cooperative_matrix lists for compute shaders: 16 or 8, else 0.
+uint32_t int8_matrix_n(VkPhysicalDevice device) {
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV stages{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &stages};
+  vkGetPhysicalDeviceProperties2(device, &props);
+  if (!(stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return 0;
+  uint32_t count = 0;
+  check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, nullptr),
+        "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, shapes.data()),
+        "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  uint32_t best = 0;
+  for (const VkCooperativeMatrixPropertiesNV& s : shapes) {
+    const bool int8 = s.AType == VK_COMPONENT_TYPE_SINT8_NV && s.BType == VK_COMPONENT_TYPE_SINT8_NV &&
+                      s.CType == VK_COMPONENT_TYPE_SINT32_NV && s.DType == VK_COMPONENT_TYPE_SINT32_NV;
+    if (int8 && s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 && s.KSize == 32 && (s.NSize == 16 || s.NSize == 8)) {
+      best = std::max(best, s.NSize);
+    }
+  }
+  return best;
+}
+
 // Workgroup size of the tiled matrix kernel (matmul.comp), above the minimum of 128 Vulkan allows.
 constexpr uint32_t kRequiredWorkgroupInvocations = 256;
 
@@ -90,6 +114,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   const bool dot_ext = has_device_extension(device, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   const bool size_control_ext = has_device_extension(device, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   const bool maintenance4_ext = has_device_extension(device, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
+  const bool coop_nv_ext = has_device_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
   DeviceInfo info;
   info.index = index;
@@ -145,6 +170,9 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
   VkPhysicalDeviceShaderIntegerDotProductFeatures dot_features{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (coop_nv_ext) chain(tail, coop_features);
   if (v12) {
     chain(tail, f11);
     chain(tail, f12);
@@ -170,6 +198,10 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   // VK_KHR_cooperative_matrix is newer than the Debian 12 headers: looked up by name.
   f.cooperative_matrix = has_device_extension(device, "VK_KHR_cooperative_matrix");
   f.subgroup_size_control = (v13 || size_control_ext) && size_control_features.subgroupSizeControl;
+  if (coop_nv_ext && coop_features.cooperativeMatrix && f.shader_int8 && info.min_subgroup_size == 32 &&
+      info.max_subgroup_size == 32) {
+    f.int8_matrix_n = int8_matrix_n(device);
+  }
 
   // ---- memory
   VkPhysicalDeviceMemoryProperties memory{};

@@ -28,7 +28,10 @@ struct DeviceFeatures {
   bool shader_int8 = false;               // int8 arithmetic
   bool integer_dot_product = false;       // VK_KHR_shader_integer_dot_product (core in 1.3)
   bool integer_dot_4x8_accelerated = false;  // ... and its packed signed 4x8 dot runs in hardware
-  bool cooperative_matrix = false;        // VK_KHR_cooperative_matrix is offered (not used yet)
+  bool cooperative_matrix = false;        // VK_KHR_cooperative_matrix is offered (not used: glslang 11 lacks it)
+  // VK_NV_cooperative_matrix's int8 x int8 -> int32 products of 16 x N x 32 on compute subgroups
+  // of 32 (matmul_coop.comp): N = 16 or 8, the widest the device lists; 0: none.
+  uint32_t int8_matrix_n = 0;
   bool subgroup_size_control = false;     // VK_EXT_subgroup_size_control / Vulkan 1.3
 };
 

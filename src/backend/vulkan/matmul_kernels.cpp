@@ -37,6 +37,8 @@ constexpr uint32_t kQuantizeWorkgroup = 64;  // quantize_q8.comp local_size_x
 constexpr uint32_t kRoundWorkgroup = 256;    // round_half.comp local_size_x
 constexpr int64_t kTileTokens = 64;          // matmul.comp BN
 constexpr uint32_t kTileStrideBytes = 40;     // matmul.comp: a block's 9 shared words and its scale
+constexpr int64_t kCoopTileRows = 64;         // matmul_coop.comp BM
+constexpr int64_t kCoopTileTokens = 64;       // matmul_coop.comp BN
 uint64_t align16(uint64_t n) { return (n + 15) / 16 * 16; }
 
 uint32_t to_u32(int64_t value, const char* what) {
@@ -88,6 +90,14 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
          options.tiled_rows_per_thread, options.tiled_k_blocks, tile_shared, device.info().name,
          device.info().max_compute_shared_memory);
   }
+  // matmul_coop.comp: 64 weight and 64 token rows of K_BLOCKS blocks (8 words each, 4 of padding)
+  // and their scales, and each subgroup's 32 x 32 int32 sums.
+  const uint64_t coop_shared = 128u * (uint64_t{options.cooperative_k_blocks} * 36u + 16u) + 4u * 32u * 32u * 4u;
+  if (device.int8_matrix_n() != 0 &&
+      (options.cooperative_k_blocks == 0 || coop_shared > device.info().max_compute_shared_memory)) {
+    fail("Vulkan: a cooperative-matrix tile of {} blocks per step ({} bytes of shared memory) is not possible on {}",
+         options.cooperative_k_blocks, coop_shared, device.info().name);
+  }
 }
 
 uint64_t MatmulKernels::scratch_bytes(GgmlType weight_type, int64_t n_tokens, int64_t cols) {
@@ -113,6 +123,11 @@ const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, uint32_t to
   return pipelines_.get("matvec_" + type_suffix(type), specialization);
 }
 
+const ComputePipeline& MatmulKernels::cooperative_pipeline(GgmlType type) {
+  const uint32_t specialization[] = {options_.cooperative_k_blocks, device_.int8_matrix_n()};
+  return pipelines_.get("matmul_coop_" + type_suffix(type), specialization);
+}
+
 const ComputePipeline& MatmulKernels::tiled_pipeline(GgmlType type) {
   const uint32_t specialization[] = {options_.tiled_rows_per_thread, options_.tiled_k_blocks};
   return pipelines_.get("matmul_" + type_suffix(type) + (is_quantized(type) && integer_dot_ ? "_dot" : ""),
@@ -123,6 +138,7 @@ void MatmulKernels::create_pipelines(int64_t max_tokens) {
   for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
     for (uint32_t tokens = 1; tokens <= tokens_per_pass(max_tokens); tokens *= 2) matvec_pipeline(type, tokens);
     tiled_pipeline(type);
+    if (is_quantized(type) && has_cooperative()) cooperative_pipeline(type);
   }
   pipelines_.get("quantize_q8_0");
   pipelines_.get("round_f16");
@@ -237,7 +253,20 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
   push.w_rows = to_u32(w.rows, "weight rows");
 
   if (kernel == MatmulKernel::kAuto) {
-    kernel = x.n_tokens <= options_.matvec_max_tokens ? MatmulKernel::kMatvec : MatmulKernel::kTiled;
+    const bool cooperative = options_.cooperative_matrix && is_quantized(w.type) && has_cooperative();
+    kernel = x.n_tokens <= options_.matvec_max_tokens ? MatmulKernel::kMatvec
+             : cooperative                            ? MatmulKernel::kCooperative
+                                                      : MatmulKernel::kTiled;
+  }
+  if (kernel == MatmulKernel::kCooperative) {
+    if (!is_quantized(w.type) || !has_cooperative()) {
+      fail("Vulkan matmul: no cooperative-matrix kernel for {} weights on {}", ggml_type_traits(w.type).name,
+           device_.info().name);
+    }
+    const int64_t groups_x = (n_out + kCoopTileRows - 1) / kCoopTileRows;
+    const int64_t groups_y = (x.n_tokens + kCoopTileTokens - 1) / kCoopTileTokens;
+    seq.dispatch(cooperative_pipeline(w.type), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
+    return;
   }
   if (kernel == MatmulKernel::kMatvec) {
     const uint32_t rows = is_quantized(w.type) ? options_.matvec_q_rows : options_.matvec_rows;

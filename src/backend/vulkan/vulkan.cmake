@@ -46,7 +46,8 @@ function(channel_vulkan_shader variant source)
 endfunction()
 
 # Matrix kernels: one source per kernel, compiled per weight type; the Q4_0 / Q8_0 ones also with
-# integer dot product instructions (used where the device has them).
+# integer dot product instructions, and on the matrix units (VK_NV_cooperative_matrix), both used
+# where the device has them.
 foreach(type f32 f16 bf16 q8_0 q4_0)
   string(TOUPPER ${type} TYPE)
   channel_vulkan_shader(matmul_${type} matmul.comp -DTYPE_${TYPE})
@@ -60,6 +61,7 @@ foreach(type q8_0 q4_0)
   channel_vulkan_shader(matvec_q_${type} matvec_q.comp -DTYPE_${TYPE})
   channel_vulkan_shader(matvec_q_${type}_dot matvec_q.comp -DTYPE_${TYPE} -DUSE_INTEGER_DOT)
   channel_vulkan_shader(matmul_${type}_dot matmul.comp -DTYPE_${TYPE} -DUSE_INTEGER_DOT)
+  channel_vulkan_shader(matmul_coop_${type} matmul_coop.comp -DTYPE_${TYPE})
 endforeach()
 # Activation conversions.
 channel_vulkan_shader(quantize_q8_0 quantize_q8.comp)

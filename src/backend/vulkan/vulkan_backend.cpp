@@ -82,7 +82,8 @@ std::string type_suffix(GgmlType type) {
 // default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape).
 // CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows overrides the matrix-vector shape (threads
 // per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup), CHANNEL_VULKAN_MATMUL=
-// rows_per_thread,k_blocks the tiled kernel's (matmul.comp TM and K_BLOCKS), for tuning on a new device.
+// rows_per_thread,k_blocks the tiled kernel's (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N
+// the cooperative-matrix kernel's blocks per step (0: not used), for tuning on a new device.
 MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   MatmulKernels::Options options;
   if (info.type == DeviceType::kCpu) {
@@ -107,6 +108,15 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     }
     options.tiled_rows_per_thread = rows_per_thread;
     options.tiled_k_blocks = k_blocks;
+  }
+  if (const char* text = std::getenv("CHANNEL_VULKAN_COOPMAT")) {
+    unsigned k_blocks = 0;
+    if (std::sscanf(text, "%u", &k_blocks) != 1) {
+      fail("CHANNEL_VULKAN_COOPMAT must be the blocks per step (e.g. 4), or 0 for no cooperative matrices, not '{}'",
+           text);
+    }
+    options.cooperative_matrix = k_blocks != 0;
+    if (k_blocks != 0) options.cooperative_k_blocks = k_blocks;
   }
   return options;
 }

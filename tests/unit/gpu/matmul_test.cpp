@@ -1,7 +1,8 @@
 // The Vulkan matrix kernels against the CPU backend's matmul (backend/cpu/matmul.h), for every
 // weight type, kernel (matrix-vector and tiled, each forced over all token counts) and, for
 // Q4_0 / Q8_0, two matrix-vector shapes and all with and without integer dot product
-// instructions.
+// instructions, and the cooperative-matrix kernel (bit-identical to the tiled one) where the
+// device has int8 cooperative matrices.
 //
 // Thresholds. Both backends form the same terms: Q4_0 / Q8_0 block sums are exact integers and
 // the activations are quantized bit-identically (activation_prep_test.cpp), F16 / BF16 products
@@ -64,12 +65,14 @@ struct Variant {
   MatmulKernel kernel;
   // Not the default shape: Q4_0 / Q8_0 kMatvec 3 rows per workgroup, 1 per subgroup (not 8 and 2);
   // kTiled 8 rows per thread (128-row tiles) and 3 blocks per step, which leaves a part step
-  // wherever a row's blocks are not a multiple of 3 (not 4 rows and 2 blocks).
+  // wherever a row's blocks are not a multiple of 3 (not 4 rows and 2 blocks); kCooperative 3
+  // blocks per step (not 4).
   bool odd_shape;
   bool integer_dot;
   std::string name() const {
     const char* kernel_name = kernel == MatmulKernel::kMatvec ? (odd_shape ? "matvec3x1" : "matvec")
-                                                              : (odd_shape ? "tiled8x3" : "tiled");
+                              : kernel == MatmulKernel::kTiled ? (odd_shape ? "tiled8x3" : "tiled")
+                                                               : (odd_shape ? "coop3" : "coop");
     return std::string(kernel_name) + (integer_dot ? "+dot" : "");
   }
   // Where the matrix starts in its buffer: not at the buffer's start, and only as aligned as the
@@ -85,6 +88,12 @@ std::vector<Variant> variants(GgmlType type, const Device& device) {
     if (is_quantized(type)) out.push_back({MatmulKernel::kMatvec, true, dot});
     out.push_back({MatmulKernel::kTiled, false, dot});
     out.push_back({MatmulKernel::kTiled, true, dot});
+    // On the matrix units where the device has them (not lavapipe); integer dot instructions
+    // play no part there.
+    if (!dot && is_quantized(type) && device.int8_matrix_n() != 0) {
+      out.push_back({MatmulKernel::kCooperative, false, false});
+      out.push_back({MatmulKernel::kCooperative, true, false});
+    }
   }
   return out;
 }
@@ -96,6 +105,7 @@ MatmulKernels::Options options_of(const Variant& v) {
     options.matvec_subgroup_rows = 1;
     options.tiled_rows_per_thread = 8;
     options.tiled_k_blocks = 3;
+    options.cooperative_k_blocks = 3;
   }
   return options;
 }
@@ -134,6 +144,7 @@ TEST_P(VulkanMatmul, MatchesCpuBackend) {
               2.0 * (n_terms + 8) * kUnitRoundoff * absolute_terms(m.w, r, x.data() + t * shape.cols);
         }
       }
+      std::vector<float> tiled;  // the default tiled kernel's outputs, which kCooperative repeats bit for bit
       for (const Variant& v : variants(type, gpu->device)) {
         SCOPED_TRACE(::testing::Message() << ggml_type_traits(type).name << " " << shape.rows << "x" << shape.cols
                                           << ", " << n_tokens << " tokens, " << v.name());
@@ -141,6 +152,15 @@ TEST_P(VulkanMatmul, MatchesCpuBackend) {
         const std::vector<float> got = run_gpu_matmul(*gpu, *kernels[{v.odd_shape, v.integer_dot}], m.w, x, n_tokens,
                                                       v.kernel, stride, nullptr, Variant::weight_offset(type));
         int failures = 0;
+        if (v.kernel == MatmulKernel::kTiled && !v.odd_shape && !v.integer_dot) tiled = got;
+        if (v.kernel == MatmulKernel::kCooperative) {
+          ASSERT_EQ(got.size(), tiled.size());
+          for (size_t i = 0; i < got.size(); ++i) {
+            if (bits(got[i]) != bits(tiled[i]) && failures++ < 5) {
+              ADD_FAILURE() << "output " << i << ": " << got[i] << " vs the tiled kernel's " << tiled[i];
+            }
+          }
+        }
         for (int64_t t = 0; t < n_tokens; ++t) {
           for (int64_t r = 0; r < shape.rows; ++r) {
             const float g = got[t * stride + r], w = want[t * shape.rows + r];
@@ -181,11 +201,13 @@ TEST_P(VulkanMatmul, RowSubsetMatchesFullProductAndCpu) {
   std::mt19937 rng(99);
   const TestMatrix m = random_matrix(type, 300, 256, rng);
   const std::vector<int32_t> rows = {299, 0, 17, 17, 128, 5};
+  std::vector<MatmulKernel> kinds = {MatmulKernel::kMatvec, MatmulKernel::kTiled};
+  if (is_quantized(type) && kernels.has_cooperative()) kinds.push_back(MatmulKernel::kCooperative);
   for (const int64_t n_tokens : {int64_t{1}, int64_t{3}, int64_t{70}}) {
     const std::vector<float> x = random_activations(n_tokens * 256, rng);
     const std::vector<float> want = run_cpu_matmul(m.w, x, n_tokens, &rows);
-    for (const MatmulKernel kernel : {MatmulKernel::kMatvec, MatmulKernel::kTiled}) {
-      SCOPED_TRACE(::testing::Message() << n_tokens << " tokens, " << (kernel == MatmulKernel::kMatvec ? "matvec" : "tiled"));
+    for (const MatmulKernel kernel : kinds) {
+      SCOPED_TRACE(::testing::Message() << n_tokens << " tokens, kernel " << static_cast<int>(kernel));
       const std::vector<float> full = run_gpu_matmul(*gpu, kernels, m.w, x, n_tokens, kernel, 300);
       const std::vector<float> got = run_gpu_matmul(*gpu, kernels, m.w, x, n_tokens, kernel, 6, &rows);
       for (int64_t t = 0; t < n_tokens; ++t) {
@@ -196,7 +218,7 @@ TEST_P(VulkanMatmul, RowSubsetMatchesFullProductAndCpu) {
   }
   const std::vector<int32_t> bad = {3, -1, 300, 4};
   const std::vector<float> x = random_activations(2 * 256, rng);
-  for (const MatmulKernel kernel : {MatmulKernel::kMatvec, MatmulKernel::kTiled}) {
+  for (const MatmulKernel kernel : kinds) {
     const std::vector<float> got = run_gpu_matmul(*gpu, kernels, m.w, x, 2, kernel, 4, &bad);
     for (int64_t t = 0; t < 2; ++t) {
       EXPECT_FALSE(std::isnan(got[t * 4 + 0]));
