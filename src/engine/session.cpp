@@ -53,6 +53,14 @@ uint16_t Session::active_slots() const {
   return static_cast<uint16_t>(std::min<size_t>(context_.ring().global_view().size(), UINT16_MAX));
 }
 
+StatusReport Session::status_report(EngineStatus status) const {
+  StatusReport report;
+  report.status = status;
+  report.active_slots = active_slots();
+  report.archived_episodes = static_cast<uint16_t>(std::min<size_t>(episodes_.episodes().size(), UINT16_MAX));
+  return report;
+}
+
 void Session::start_request() {
   abort_ = false;
   sampler_.set_options(config_.sampler);
@@ -84,7 +92,8 @@ void Session::close_open_turn() {
 }
 
 bool Session::prefill(std::span<const int32_t> tokens, SessionEvents& events) {
-  StatusReport report{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())};
+  StatusReport report = status_report(EngineStatus::Encoding);
+  report.total = static_cast<uint32_t>(tokens.size());
   events.status(report);
   Logits chunk_logits;
   for (size_t done = 0; done < tokens.size();) {
@@ -205,7 +214,10 @@ void Session::resume(bool close_thought, SessionEvents& events) {
 }
 
 void Session::report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens) {
-  events.status(StatusReport{EngineStatus::Idle, active_slots(), 0, tokens_per_second, tokens, tokens});
+  StatusReport report = status_report(EngineStatus::Idle);
+  report.tokens_per_second = tokens_per_second;
+  report.current = report.total = tokens;
+  events.status(report);
 }
 
 void Session::feed(int32_t token) {
@@ -415,9 +427,11 @@ bool Session::yields_after(int32_t token, std::string_view piece, const Burst& b
 
 void Session::report_progress(SessionEvents& events, const Burst& burst) {
   const double ms = milliseconds_since(burst.start);
-  events.status(StatusReport{EngineStatus::Generating, active_slots(), 0,
-                             static_cast<float>(burst.tokens() * 1000.0 / std::max(ms, 1.0)), burst.tokens(),
-                             burst.status_total});
+  StatusReport report = status_report(EngineStatus::Generating);
+  report.tokens_per_second = static_cast<float>(burst.tokens() * 1000.0 / std::max(ms, 1.0));
+  report.current = burst.tokens();
+  report.total = burst.status_total;
+  events.status(report);
 }
 
 bool Session::thinking_budget_spent(const Burst& burst, std::string_view piece) const {

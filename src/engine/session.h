@@ -118,6 +118,8 @@ class Session {
   const StreamContext& stream() const { return context_; }
   int64_t clock() const { return context_.clock(); }
   uint16_t active_slots() const;
+  // A STATUS report in this state: the active slots and the stored episodes filled in.
+  StatusReport status_report(EngineStatus status) const;
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
 

@@ -22,6 +22,7 @@ struct StatusReport {
   float tokens_per_second = 0.0f;
   uint32_t current = 0;  // progress ...
   uint32_t total = 0;    // ... of this many tokens
+  uint16_t archived_episodes = 0;  // episodes in the memory store (STATUS archived_diffs)
 };
 
 struct TurnSummary {

@@ -58,7 +58,9 @@ ProbeResult Session::probe(std::string_view prompt, const std::vector<std::strin
          ring.ring_slots(), ring.anchor_count());
   }
 
-  events.status(StatusReport{EngineStatus::Encoding, active_slots(), 0, 0.0f, 0, static_cast<uint32_t>(tokens.size())});
+  StatusReport report = status_report(EngineStatus::Encoding);
+  report.total = static_cast<uint32_t>(tokens.size());
+  events.status(report);
   // Everything below is transient and rolled back exactly, also when it fails halfway (a
   // session left in transient mode could not take another token). The turn state, the last
   // logits and the sampler are not touched (a generative probe draws from a copy).

@@ -38,7 +38,8 @@ class FrameEvents final : public SessionEvents {
     send(frame);
   }
   void status(const StatusReport& report) override {
-    send(p::Status{static_cast<p::EngineStatus>(report.status), options_.is_gpu, report.active_slots, 0, report.flags,
+    send(p::Status{static_cast<p::EngineStatus>(report.status), options_.is_gpu, report.active_slots,
+                   report.archived_episodes, report.flags,
                    report.tokens_per_second, report.current, report.total});
   }
   void turn_complete(const TurnSummary& summary) override {
@@ -123,7 +124,7 @@ bool dispatch(Session& session, const p::InboundMessage& message, const ServerOp
           events.send(snapshot_status(session.save_snapshot(options.snapshot_paths.for_save(m.path), m.stream_id)));
         } else if constexpr (std::is_same_v<T, p::SnapshotLoad>) {
           events.send(snapshot_status(session.load_snapshot(options.snapshot_paths.for_load(m.path))));
-          events.status(StatusReport{EngineStatus::Idle, session.active_slots(), 0, 0.0f, 0, 0});
+          events.status(session.status_report(EngineStatus::Idle));
         } else if constexpr (std::is_same_v<T, p::MemCommit>) {
           session.commit_memory();  // no reply, as the original
         } else if constexpr (std::is_same_v<T, p::Ping>) {

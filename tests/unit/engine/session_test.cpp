@@ -28,6 +28,7 @@ struct Recorder : SessionEvents {
   std::vector<bool> in_thought;  // per token
   std::vector<EngineStatus> statuses;
   std::vector<TurnSummary> turns;
+  std::vector<uint16_t> archived_episodes;  // per status report
   std::vector<std::pair<std::string, std::string>> tool_calls;
   std::atomic<bool>* abort_after_first_token = nullptr;
 
@@ -36,7 +37,10 @@ struct Recorder : SessionEvents {
     in_thought.push_back(thought);
     if (abort_after_first_token) *abort_after_first_token = true;
   }
-  void status(const StatusReport& report) override { statuses.push_back(report.status); }
+  void status(const StatusReport& report) override {
+    statuses.push_back(report.status);
+    archived_episodes.push_back(report.archived_episodes);
+  }
   void turn_complete(const TurnSummary& summary) override { turns.push_back(summary); }
   void tool_call(const ToolCall& call) override {
     tool_calls.emplace_back(call.name, call.arguments);
@@ -306,6 +310,13 @@ TEST_F(SessionTest, DecodedTokensAreCommittedEvery64AndAtTheEndOfTheBurst) {
   session->commit_memory();  // nothing staged since the burst committed
   const auto& episodes = session->episodes().episodes();
   ASSERT_EQ(episodes.size(), 2u);
+  // STATUS counts the stored episodes (archived_diffs): none while the prompt is read, both when
+  // the turn ends and when the probe starts.
+  ASSERT_FALSE(events.archived_episodes.empty());
+  EXPECT_EQ(events.archived_episodes.front(), 0u);
+  EXPECT_EQ(events.archived_episodes.back(), 2u);
+  ASSERT_FALSE(probe_events.archived_episodes.empty());
+  EXPECT_EQ(probe_events.archived_episodes.front(), 2u);
   EXPECT_EQ(episodes[0].tokens, std::vector<int32_t>(decoded.begin(), decoded.begin() + 64));
   EXPECT_EQ(episodes[1].tokens, std::vector<int32_t>(decoded.begin() + 64, decoded.end()));
   EXPECT_EQ(episodes[0].start_clock, end_clock - static_cast<int64_t>(decoded.size()));
