@@ -383,7 +383,9 @@ TEST_F(SessionTest, MemQueryWritesTheBestEpisodesWholeIntoTheRecallSlots) {
   for (uint32_t i = 0; i < 66; ++i) {
     EXPECT_EQ(recalled.positions[i], ring.slot_position(kv::kRecallBase + i));
     EXPECT_EQ(recalled.moved_by[i], int64_t{recalled.positions[i]} - expected.positions[i]);
-    if (i > 0) EXPECT_EQ(recalled.positions[i], recalled.positions[i - 1] + 1);
+    if (i > 0) {
+      EXPECT_EQ(recalled.positions[i], recalled.positions[i - 1] + 1);
+    }
   }
   EXPECT_EQ(ring.global_view().size(), static_cast<size_t>(session->clock()) + 66);
   for (const Episode& e : session->episodes().episodes()) EXPECT_EQ(e.access_count, 1u);
