@@ -33,22 +33,37 @@ struct GpuContext {
   Transfer transfer{device};
 };
 
+inline std::unique_ptr<GpuContext>& gpu_context_slot() {
+  static std::unique_ptr<GpuContext> context;
+  return context;
+}
+
 // The process's context (made on first use), or nullptr with the reason in `why`.
 inline GpuContext* gpu_context(std::string& why) {
-  static std::unique_ptr<GpuContext> context;
   static std::string failure;
   static bool tried = false;
   if (!tried) {
     tried = true;
     try {
-      context = std::make_unique<GpuContext>();
+      gpu_context_slot() = std::make_unique<GpuContext>();
     } catch (const Error& e) {
       failure = e.what();
     }
   }
   why = failure;
-  return context.get();
+  return gpu_context_slot().get();
 }
+
+// The device goes when the tests are done, before exit() runs static destructors. On the H200 the
+// test process ended with SIGSEGV after all tests had passed, while this context was still alive
+// at exit (destroyed by a static destructor, after the driver's own exit handlers may have run);
+// releasing it here is meant to avoid that (not yet confirmed on the H200).
+class GpuContextRelease : public ::testing::Environment {
+ public:
+  void TearDown() override { gpu_context_slot().reset(); }
+};
+inline ::testing::Environment* const kGpuContextRelease =
+    ::testing::AddGlobalTestEnvironment(new GpuContextRelease);
 
 }  // namespace channel::vulkan::testing
 
