@@ -20,7 +20,8 @@
 // tokens through shared memory (prefill), kCooperative is kTiled for Q4_0 / Q8_0 with the block
 // sums on the matrix units (matmul_coop.comp; bit-identical to kTiled). kAuto picks kMatvec up to
 // Options::matvec_max_tokens tokens, above that kCooperative where the device has int8
-// cooperative matrices (and Options::cooperative_matrix allows them), else kTiled. Weights are in the device layout of device_matrix.h (Q4_0 / Q8_0 as split blocks).
+// cooperative matrices (and Options::cooperative_matrix allows them), else kTiled. Weights are in
+// the device layout of device_matrix.h (Q4_0 / Q8_0 as split blocks).
 #pragma once
 
 #include <cstdint>
