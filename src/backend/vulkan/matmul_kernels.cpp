@@ -33,7 +33,7 @@ struct RoundPush {
 };
 static_assert(sizeof(RoundPush) == 32);
 
-constexpr uint32_t kQuantizeWorkgroup = 64;  // quantize_q8.comp local_size_x
+constexpr uint32_t kQuantizeWorkgroup = 256;  // quantize_q8.comp local_size_x: values per workgroup
 constexpr uint32_t kRoundWorkgroup = 256;    // round_half.comp local_size_x
 constexpr int64_t kTileTokens = 64;          // matmul.comp BN
 constexpr uint32_t kTileStrideBytes = 40;     // matmul.comp: a block's 9 shared words and its scale
@@ -191,8 +191,8 @@ PreparedActivations MatmulKernels::record_prepare(CommandSequence& seq, GgmlType
   if (is_quantized(weight_type)) {
     const QuantizePush push{x, prepared.values, prepared.scales, to_u32(n_tokens, "n_tokens"), to_u32(cols, "cols"),
                             to_u32(x_stride, "x_stride"), 0};
-    to_u32(static_cast<int64_t>(n / kQuantBlock), "blocks");
-    seq.dispatch_groups(pipelines_.get("quantize_q8_0"), push, (n / kQuantBlock + kQuantizeWorkgroup - 1) / kQuantizeWorkgroup);
+    to_u32(static_cast<int64_t>(n), "values");
+    seq.dispatch_groups(pipelines_.get("quantize_q8_0"), push, (n + kQuantizeWorkgroup - 1) / kQuantizeWorkgroup);
   } else {
     const RoundPush push{x, prepared.values, to_u32(n_tokens, "n_tokens"), to_u32(cols, "cols"),
                          to_u32(x_stride, "x_stride"), 0};
