@@ -15,20 +15,15 @@
 //     listed keys (the host passes first_cell 0, so cells are list positions), one workgroup per
 //     (head, chunk), each writing its partial maximum, sum and accumulators;
 //     attention_combine.comp merges them as llama.cpp does.
-// The work is spread without changing that arithmetic. Keys are taken in batches of kBatch, and
-// at decode the kernel is a chain of memory latencies (one workgroup per head), so each batch
-// issues its loads together:
-//   0. the batch's slots (and whether the token sees each key) were looked up during the batch
-//      before (view -> slot -> position is a chain of two loads) and wait in shared memory;
-//   1. every invocation loads the values of its own pairs of output dims for all the batch's
-//      keys into registers, and its groups of 64 invocations load all the key elements of their
-//      partial sums of ggml_vec_dot_f16 (AVX-512: 4 accumulators of 16 lanes, each a fused
-//      multiply-add chain over steps of 64 elements; one invocation per partial sum) before
-//      forming them;
+// The work is spread without changing that arithmetic. Keys are taken in batches of kBatch:
+//   1. the workgroup loads the batch's values into shared memory, and its groups of 64
+//      invocations form the scores' 64 partial sums of ggml_vec_dot_f16 (AVX-512: 4 accumulators
+//      of 16 lanes, each a fused multiply-add chain over steps of 64 elements), one invocation
+//      per partial sum, consecutive invocations reading consecutive key elements;
 //   2. one invocation per key adds the partial sums in ggml's order (and the elements past the
 //      last whole step, in double);
 //   3. every invocation runs the online softmax over the batch's keys in order for its own
-//      pairs of output dims.
+//      pairs of output dims, reading the values from shared memory.
 // Workgroup index = t * n_head + h (scheme 1: (h, chunk) = (index / n_chunks, index % n_chunks)).
 // 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
 // 0 MAX_HEAD_DIM (even).
@@ -43,64 +38,58 @@ const uint kBatch = 16;        // keys per batch
 const uint kSlotSums = 64;     // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
 const uint kGroups = 2;        // groups of kSlotSums invocations in the workgroup
 const uint kKeysPerGroup = kBatch / kGroups;
-const uint kMaxSteps = (MAX_HEAD_DIM + kSlotSums - 1u) / kSlotSums;  // of ggml_vec_dot_f16
 const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 127u) / 128u;
-const uint kHidden = 0xffffffffu;  // a listed key the token does not see
 
 shared float query[MAX_HEAD_DIM];
 shared float slot_sums[kBatch * kSlotSums];
 shared float batch_scores[kBatch];
-shared uint batch_slots[2][kBatch];  // this batch's and the next one's
+shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 2i + 1 in word i
 
 uint list_index(int cell) { return uint(clamp(cell - p.first_cell, 0, int(p.n_view))); }
 
-// Listed key j's slot, or kHidden when it is past `end` or the token does not see it.
-uint lookup_slot(uint j, uint end, int position, int min_position) {
-  uint slot;
-  return j < end && visible_key(j, position, min_position, slot) ? slot : kHidden;
-}
-
-uint64_t cache_row(uint64_t cache, uint slot, uint kv_head) { return cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u; }
-
-// Step 1's values: pair lane + i * 128 of key k, as packed f16.
-void load_values(const uint slots[kBatch], uint kv_head, out uint values[kBatch][kMaxPairsPerLane]) {
-  const uint lane = gl_LocalInvocationID.x, pairs = p.head_dim / 2u;
-  [[unroll]] for (uint k = 0; k < kBatch; ++k) {
-    [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
-      const uint w = lane + i * gl_WorkGroupSize.x;
-      values[k][i] = slots[k] != kHidden && w < pairs ? U32Ptr(cache_row(p.v_cache, slots[k], kv_head)).v[w] : 0u;
+// Steps 1 and 2 for the keys [j0, j0 + n) of the list: batch_scores[k] is key j0 + k's score,
+// -inf when the token does not see it; batch_values holds the values of the visible ones.
+void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) {
+  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
+  const uint pairs = dim / 2u;
+  for (uint i = lane; i < n * pairs; i += stride) {
+    const uint k = i / pairs, w = i % pairs;
+    uint slot;
+    if (visible_key(j0 + k, position, min_position, slot)) {
+      batch_values[k * (MAX_HEAD_DIM / 2u) + w] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
     }
   }
-}
-
-// Steps 1 and 2: batch_scores[k] is the batch's key k's score, -inf when the token does not see it.
-void score_batch(const uint slots[kBatch], uint kv_head) {
-  const uint lane = gl_LocalInvocationID.x, dim = p.head_dim;
+  // Group g of 64 invocations takes keys g, g + kGroups, ...: each invocation forms partial sum s
+  // (accumulator s / 16, lane s % 16: elements i + s of each step i) of all its keys at once, so
+  // that the loads of every key are in flight together.
   const uint whole = dim & ~63u;
-  // Group g of 64 invocations takes keys g, g + kGroups, ...: invocation s forms partial sum s
-  // (accumulator s / 16, lane s % 16: elements i + s of each step i) of all its keys.
   const uint group = lane / kSlotSums, s = lane % kSlotSums;
-  float key_values[kMaxSteps][kKeysPerGroup];
-  [[unroll]] for (uint step = 0; step < kMaxSteps; ++step) {
-    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
-      const uint slot = slots[group + m * kGroups];
-      key_values[step][m] = slot != kHidden && step * 64u < whole
-                                ? float(F16Ptr(cache_row(p.k_cache, slot, kv_head)).v[step * 64u + s])
-                                : 0.0;
-    }
-  }
+  uint64_t keys[kKeysPerGroup];
+  bool visible[kKeysPerGroup];
   float acc[kKeysPerGroup];
-  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = 0.0;
-  [[unroll]] for (uint step = 0; step < kMaxSteps; ++step) {
-    if (step * 64u >= whole) break;
-    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[step * 64u + s], key_values[step][m], acc[m]);
+  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
+    const uint k = group + m * kGroups;
+    uint slot = 0u;
+    visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
+    keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
+    acc[m] = 0.0;
   }
-  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) slot_sums[(group + m * kGroups) * kSlotSums + s] = acc[m];
+  for (uint i = 0; i < whole; i += 64u) {
+    float key_values[kKeysPerGroup];
+    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
+      key_values[m] = visible[m] ? float(F16Ptr(keys[m]).v[i + s]) : 0.0;
+    }
+    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[i + s], key_values[m], acc[m]);
+  }
+  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
+    if (visible[m]) slot_sums[(group + m * kGroups) * kSlotSums + s] = acc[m];
+  }
   barrier();
-  if (lane < kBatch) {
-    const uint k = lane, slot = slots[k];
+  if (lane < n) {
+    const uint k = lane;
+    uint slot;
     float score = kMinusInfinity;
-    if (slot != kHidden) {
+    if (visible_key(j0 + k, position, min_position, slot)) {
       float lanes[16];
       for (uint l = 0; l < 16; ++l) {
         const uint base = k * kSlotSums + l;
@@ -108,7 +97,7 @@ void score_batch(const uint slots[kBatch], uint kv_head) {
         lanes[l] = sum;
       }
       double sum = double(reduce16(lanes));
-      F16Ptr key = F16Ptr(cache_row(p.k_cache, slot, kv_head));
+      F16Ptr key = F16Ptr(p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u);
       for (uint i = whole; i < dim; ++i) {
         precise float product = query[i] * float(key.v[i]);
         sum += double(product);
@@ -120,30 +109,31 @@ void score_batch(const uint slots[kBatch], uint kv_head) {
   barrier();
 }
 
-// Step 3: the one-row online softmax over the batch's keys for this invocation's pairs of dims
-// (lane, lane + 128, ...): running maximum m, sum s and the f16 accumulators.
-void accumulate_batch(const uint values[kBatch][kMaxPairsPerLane], inout float m, inout float s,
-                      inout vec2 acc[kMaxPairsPerLane]) {
-  [[unroll]] for (uint k = 0; k < kBatch; ++k) {
+// Step 3: the one-row online softmax over the batch's n keys for this invocation's pairs of
+// dims (lane, lane + stride, ...): running maximum m, sum s and the f16 accumulators.
+void accumulate_batch(uint n, inout float m, inout float s, inout vec2 acc[kMaxPairsPerLane]) {
+  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, pairs = p.head_dim / 2u;
+  for (uint k = 0; k < n; ++k) {
     const float score = batch_scores[k];
     if (score == kMinusInfinity) continue;
     float ms = 1.0, vs = 1.0;
     if (score > m) {  // a new maximum: rescale what was accumulated (ggml_vec_scale_f16)
       ms = exp(m - score);
       m = score;
-      [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
+      for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
         acc[i] = vec2(round_to_f16(acc[i].x * ms), round_to_f16(acc[i].y * ms));
       }
     } else {
       vs = exp(score - m);
     }
-    [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
-      const vec2 v = unpackHalf2x16(values[k][i]);
+    for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
+      const vec2 v = unpackHalf2x16(batch_values[k * (MAX_HEAD_DIM / 2u) + w]);
       acc[i] = vec2(round_to_f16(fma(v.x, vs, acc[i].x)), round_to_f16(fma(v.y, vs, acc[i].y)));
     }
     precise float scaled = s * ms;  // S = S*ms + vs, the product rounded on its own
     s = scaled + vs;
   }
+  barrier();  // before the next batch overwrites the shared scores and values
 }
 
 void main() {
@@ -167,21 +157,11 @@ void main() {
 
   float m = kMinusInfinity, s = 0.0;
   vec2 acc[kMaxPairsPerLane];
-  [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) acc[i] = vec2(0.0);
-  if (lane < kBatch) batch_slots[0][lane] = lookup_slot(begin + lane, end, position, min_position);
-  barrier();
-  uint current = 0u;
-  for (uint j0 = begin; j0 < end; j0 += kBatch, current ^= 1u) {
-    // The next batch's slots, looked up while this one is scored (stored after its last read).
-    const uint next_slot = lane < kBatch ? lookup_slot(j0 + kBatch + lane, end, position, min_position) : kHidden;
-    uint slots[kBatch];
-    [[unroll]] for (uint k = 0; k < kBatch; ++k) slots[k] = batch_slots[current][k];
-    uint values[kBatch][kMaxPairsPerLane];
-    load_values(slots, kv_head, values);
-    score_batch(slots, kv_head);
-    accumulate_batch(values, m, s, acc);
-    if (lane < kBatch) batch_slots[current ^ 1u][lane] = next_slot;
-    barrier();  // the scores may be overwritten, the next slots are in place
+  for (uint i = 0; i < kMaxPairsPerLane; ++i) acc[i] = vec2(0.0);
+  for (uint j0 = begin; j0 < end; j0 += kBatch) {
+    const uint n = min(kBatch, end - j0);
+    score_batch(j0, n, kv_head, position, min_position);
+    accumulate_batch(n, m, s, acc);
   }
 
   if (split) {
@@ -190,9 +170,7 @@ void main() {
       partial.v[0] = m;
       partial.v[1] = s;
     }
-    [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
-      const uint w = lane + i * stride;
-      if (w >= pairs) break;
+    for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
       partial.v[2u + 2u * w] = acc[i].x;
       partial.v[3u + 2u * w] = acc[i].y;
     }
@@ -200,9 +178,7 @@ void main() {
   }
   const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
   F32Ptr dst = F32Ptr(p.dst + (uint64_t(t) * p.n_head * dim + h * dim) * 4u);
-  [[unroll]] for (uint i = 0; i < kMaxPairsPerLane; ++i) {
-    const uint w = lane + i * stride;
-    if (w >= pairs) break;
+  for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
     dst.v[2u * w] = acc[i].x * inverse;
     dst.v[2u * w + 1u] = acc[i].y * inverse;
   }
