@@ -43,12 +43,8 @@ void chain(void**& tail, T& next) {
 }
 
 // The widest N of the int8 x int8 -> int32 (accumulator and result) products of 16 x N x 32 on
-// subgroups that VK_NV_cooperative_matrix lists for compute shaders: 16 or 8, else 0.
+// subgroups that VK_NV_cooperative_matrix lists: 16 or 8, else 0.
 uint32_t int8_matrix_n(VkPhysicalDevice device) {
-  VkPhysicalDeviceCooperativeMatrixPropertiesNV stages{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &stages};
-  vkGetPhysicalDeviceProperties2(device, &props);
-  if (!(stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return 0;
   uint32_t count = 0;
   check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, nullptr),
         "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
@@ -135,12 +131,14 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   VkPhysicalDeviceShaderIntegerDotProductProperties dot{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
   VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
   chain(tail, subgroup);
   chain(tail, maintenance3);
   if (v12) chain(tail, driver);
   if (v13 || size_control_ext) chain(tail, size_control);
   if (v13 || dot_ext) chain(tail, dot);
   if (v13 || maintenance4_ext) chain(tail, maintenance4);
+  if (coop_nv_ext) chain(tail, coop);
   vkGetPhysicalDeviceProperties2(device, &props);
 
   info.driver = v12 ? fmt::format("{} {}", driver.driverName, driver.driverInfo) : std::string("unknown");
@@ -198,8 +196,9 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   // VK_KHR_cooperative_matrix is newer than the Debian 12 headers: looked up by name.
   f.cooperative_matrix = has_device_extension(device, "VK_KHR_cooperative_matrix");
   f.subgroup_size_control = (v13 || size_control_ext) && size_control_features.subgroupSizeControl;
-  if (coop_nv_ext && coop_features.cooperativeMatrix && f.shader_int8 && info.min_subgroup_size == 32 &&
-      info.max_subgroup_size == 32) {
+  const bool coop_in_compute = (coop.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+  if (coop_nv_ext && coop_features.cooperativeMatrix && coop_in_compute && f.shader_int8 &&
+      info.min_subgroup_size == 32 && info.max_subgroup_size == 32) {
     f.int8_matrix_n = int8_matrix_n(device);
   }
 
