@@ -38,11 +38,9 @@ shared uint w_tile[K_BLOCKS * BM * STRIDE];
 shared float w_scale[K_BLOCKS * BM];
 shared uint x_tile[K_BLOCKS * BN * STRIDE];
 shared float x_scale[K_BLOCKS * BN];
-// Each thread loads LOADS of the step's (BM + BN) * K_BLOCKS blocks: slots id, id + 256, ...;
-// slot s < BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the others
-// the activation blocks the same way.
-const uint W_SLOTS = BM * K_BLOCKS;
+// Each thread loads LOADS of the step's (BM + BN) * K_BLOCKS blocks (tile_loads.glsl).
 const uint LOADS = ((BM + BN) * K_BLOCKS + 255u) / 256u;
+#include "tile_loads.glsl"
 #else
 const uint BK = 16;  // values per step
 shared float w_tile[BK * BM];  // [k][row]
@@ -81,50 +79,23 @@ void main() {
     for (uint n = 0; n < TN; ++n) acc[m][n] = 0.0;
 
 #ifdef QUANTIZED
-  bool loads_weights[LOADS], load_valid[LOADS];
-  uint load_line[LOADS], load_block[LOADS];
-  uint64_t load_quants[LOADS], load_scales[LOADS];
-  for (uint l = 0; l < LOADS; ++l) {
-    const uint slot = id + 256u * l;
-    loads_weights[l] = slot < W_SLOTS;
-    const uint s = loads_weights[l] ? slot : slot - W_SLOTS;
-    load_line[l] = s / K_BLOCKS;
-    load_block[l] = s % K_BLOCKS;
-    load_quants[l] = load_scales[l] = 0;
-    if (slot >= (BM + BN) * K_BLOCKS) {
-      load_valid[l] = false;
-    } else if (loads_weights[l]) {
-      bool id_valid = false;
-      const uint row = row0 + load_line[l] < p.n_out ? weight_row(row0 + load_line[l], id_valid) : 0u;
-      load_valid[l] = row0 + load_line[l] < p.n_out && id_valid;
-      load_quants[l] = weight_row_address(row);
-      load_scales[l] = weight_scales_address(row);
-    } else {
-      load_valid[l] = tok0 + load_line[l] < p.n_tokens;
-    }
-  }
+  TileLoad loads[LOADS];
+  for (uint l = 0; l < LOADS; ++l) loads[l] = plan_tile_load(id + 256u * l, row0, tok0);
 
   const uint n_blocks = p.cols / 32u;
   for (uint b0 = 0; b0 < n_blocks; b0 += K_BLOCKS) {
     for (uint l = 0; l < LOADS; ++l) {
       if (id + 256u * l >= (BM + BN) * K_BLOCKS) break;
-      const uint b = b0 + load_block[l];
       uint q[8];
-      float d = 0.0;
-      if (load_valid[l] && b < n_blocks) {
-        d = loads_weights[l] ? load_weight_block(load_quants[l], load_scales[l], b, q)
-                             : load_activation_block(tok0 + load_line[l], b, q);
-      } else {
-        for (uint j = 0; j < 8; ++j) q[j] = 0u;
-      }
-      if (loads_weights[l]) {
-        const uint base = (load_block[l] * BM + load_line[l]) * STRIDE;
+      const float d = fetch_tile_block(loads[l], b0, tok0, n_blocks, q);
+      if (loads[l].weights) {
+        const uint base = (loads[l].block * BM + loads[l].line) * STRIDE;
         for (uint j = 0; j < 8; ++j) w_tile[base + j] = q[j];
-        w_scale[load_block[l] * BM + load_line[l]] = d;
+        w_scale[loads[l].block * BM + loads[l].line] = d;
       } else {
-        const uint base = (load_block[l] * BN + load_line[l]) * STRIDE;
+        const uint base = (loads[l].block * BN + loads[l].line) * STRIDE;
         for (uint j = 0; j < 8; ++j) x_tile[base + j] = q[j];
-        x_scale[load_block[l] * BN + load_line[l]] = d;
+        x_scale[loads[l].block * BN + loads[l].line] = d;
       }
     }
     barrier();
