@@ -308,7 +308,9 @@ TEST(VulkanBackend, CancelledForwardStopsBeforeItsLastLayer) {
   VULKAN_BACKEND_OR_SKIP(probe, model);  // skips without a device
   probe.reset();
   // One layer per submission: the check runs before each of the model's 3 layers.
-  auto gpu = std::make_unique<vulkan::VulkanBackend>(model, vulkan::VulkanBackendOptions{.layers_per_submit = 1});
+  vulkan::VulkanBackendOptions one_layer_chunks;
+  one_layer_chunks.layers_per_submit = 1;
+  auto gpu = std::make_unique<vulkan::VulkanBackend>(model, one_layer_chunks);
   const auto tokens = random_tokens(4, model->config().n_vocab, 4);
   const std::vector<int32_t> positions = {0, 1, 2, 3};
   const std::vector<uint32_t> slots = {0, 1, 2, 3};
