@@ -2,6 +2,8 @@
 // checked against each other.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <string>
 #include <vector>
@@ -21,8 +23,9 @@ void write_file(const std::string& path, const std::string& text) { std::ofstrea
 void write_shard(const std::string& path, const std::vector<std::string>& f32_scalars) {
   std::string header = "{";
   for (size_t i = 0; i < f32_scalars.size(); ++i) {
-    header += (i ? "," : "") + ("\"" + f32_scalars[i] + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[") +
-              std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
+    if (i != 0) header += ",";
+    header += fmt::format(R"("{}":{{"dtype":"F32","shape":[1],"data_offsets":[{},{}]}})", f32_scalars[i], 4 * i,
+                          4 * i + 4);
   }
   header += "}";
   const std::vector<uint8_t> bytes = safetensors_bytes(header, std::vector<uint8_t>(4 * f32_scalars.size(), 1));
