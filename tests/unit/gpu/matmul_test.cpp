@@ -207,7 +207,8 @@ TEST_P(VulkanMatmul, RowSubsetMatchesFullProductAndCpu) {
     const std::vector<float> x = random_activations(n_tokens * 256, rng);
     const std::vector<float> want = run_cpu_matmul(m.w, x, n_tokens, &rows);
     for (const MatmulKernel kernel : kinds) {
-      SCOPED_TRACE(::testing::Message() << n_tokens << " tokens, kernel " << static_cast<int>(kernel));
+      const Variant variant{kernel, false, false};
+      SCOPED_TRACE(::testing::Message() << n_tokens << " tokens, kernel " << variant.name());
       const std::vector<float> full = run_gpu_matmul(*gpu, kernels, m.w, x, n_tokens, kernel, 300);
       const std::vector<float> got = run_gpu_matmul(*gpu, kernels, m.w, x, n_tokens, kernel, 6, &rows);
       for (int64_t t = 0; t < n_tokens; ++t) {
