@@ -42,28 +42,60 @@ shared vec4 x_scale[K_BLOCKS * BN / 4u];  // [block][token]
 // Each subgroup's 32 x 32 int32 sums of each block of the step, row-major, 4 per ivec4.
 shared ivec4 block_sums[4u * K_BLOCKS * SUB * SUB / 4u];
 
-// Each thread stages K_BLOCKS of the step's (BM + BN) * K_BLOCKS blocks (tile_loads.glsl; 128
-// invocations, so exactly K_BLOCKS each).
-#include "tile_loads.glsl"
-TileLoad loads[K_BLOCKS];
+// Each thread stages K_BLOCKS of the step's (BM + BN) * K_BLOCKS blocks: slots id, id + 128, ...;
+// slot s < BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the others
+// the activation blocks the same way.
+const uint W_SLOTS = BM * K_BLOCKS;
+bool loads_weights[K_BLOCKS], load_valid[K_BLOCKS];
+uint load_line[K_BLOCKS], load_block[K_BLOCKS];
+uint64_t load_quants[K_BLOCKS], load_scales[K_BLOCKS];
 // The blocks of the next step, read ahead.
 uint fetched_q[K_BLOCKS][8];
 float fetched_d[K_BLOCKS];
 
+void plan_loads(uint id, uint row0, uint tok0) {
+  for (uint l = 0; l < K_BLOCKS; ++l) {
+    const uint slot = id + 128u * l;
+    loads_weights[l] = slot < W_SLOTS;
+    const uint s = loads_weights[l] ? slot : slot - W_SLOTS;
+    load_line[l] = s / K_BLOCKS;
+    load_block[l] = s % K_BLOCKS;
+    load_quants[l] = load_scales[l] = 0;
+    if (loads_weights[l]) {
+      bool id_valid = false;
+      const uint row = row0 + load_line[l] < p.n_out ? weight_row(row0 + load_line[l], id_valid) : 0u;
+      load_valid[l] = row0 + load_line[l] < p.n_out && id_valid;
+      load_quants[l] = weight_row_address(row);
+      load_scales[l] = weight_scales_address(row);
+    } else {
+      load_valid[l] = tok0 + load_line[l] < p.n_tokens;
+    }
+  }
+}
+
 void fetch(uint b0, uint tok0, uint n_blocks) {
-  for (uint l = 0; l < K_BLOCKS; ++l) fetched_d[l] = fetch_tile_block(loads[l], b0, tok0, n_blocks, fetched_q[l]);
+  for (uint l = 0; l < K_BLOCKS; ++l) {
+    const uint b = b0 + load_block[l];
+    fetched_d[l] = 0.0;
+    if (load_valid[l] && b < n_blocks) {
+      fetched_d[l] = loads_weights[l] ? load_weight_block(load_quants[l], load_scales[l], b, fetched_q[l])
+                                      : load_activation_block(tok0 + load_line[l], b, fetched_q[l]);
+    } else {
+      for (uint j = 0; j < 8; ++j) fetched_q[l][j] = 0u;
+    }
+  }
 }
 
 void stage() {
   for (uint l = 0; l < K_BLOCKS; ++l) {
-    const uint base = loads[l].line * STRIDE + loads[l].block * 8u;
-    if (loads[l].weights) {
+    const uint base = load_line[l] * STRIDE + load_block[l] * 8u;
+    if (loads_weights[l]) {
       for (uint j = 0; j < 8; ++j) w_tile[base + j] = fetched_q[l][j];
-      const uint i = loads[l].block * BM + loads[l].line;
+      const uint i = load_block[l] * BM + load_line[l];
       w_scale[i / 4u][i % 4u] = fetched_d[l];
     } else {
       for (uint j = 0; j < 8; ++j) x_tile[base + j] = fetched_q[l][j];
-      const uint i = loads[l].block * BN + loads[l].line;
+      const uint i = load_block[l] * BN + load_line[l];
       x_scale[i / 4u][i % 4u] = fetched_d[l];
     }
   }
@@ -86,7 +118,7 @@ void main() {
   const icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> zero = icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N>(0);
 
   const uint n_blocks = p.cols / 32u;
-  for (uint l = 0; l < K_BLOCKS; ++l) loads[l] = plan_tile_load(id + 128u * l, row0, tok0);
+  plan_loads(id, row0, tok0);
   fetch(0, tok0, n_blocks);
   for (uint b0 = 0; b0 < n_blocks; b0 += K_BLOCKS) {
     stage();
