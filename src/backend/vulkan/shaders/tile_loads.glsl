@@ -1,4 +1,5 @@
-// The block loads of the quantized prefill kernels (matmul.comp, matmul_coop.comp): a step of
+// The block loads of the quantized tiled prefill kernel (matmul.comp; matmul_coop.comp plans the
+// same loads in its own copy until its move here is checked on a device with the matrix units): a step of
 // K_BLOCKS blocks of 32 values stages BM weight rows and BN token rows, (BM + BN) * K_BLOCKS
 // blocks in all, spread over the workgroup as slots id, id + workgroup size, ...; slot
 // s < W_SLOTS = BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the
