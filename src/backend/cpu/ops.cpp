@@ -1,11 +1,10 @@
 #include "backend/cpu/ops.h"
 
-#include <array>
 #include <cmath>
-#include <memory>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "model/gelu_table.h"
 
 namespace channel::cpu {
 
@@ -22,28 +21,8 @@ void rms_norm(const float* x, float* y, int64_t n, float eps, std::span<const fl
   }
 }
 
-namespace {
-
-float gelu_tanh(float x) {
-  constexpr float kCoefA = 0.044715f;
-  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
-}
-
-// GELU of every f16 input, rounded to f16: the table llama.cpp's CPU backend evaluates through.
-const std::array<uint16_t, 65536>& gelu_f16_table() {
-  static const auto table = [] {
-    auto t = std::make_unique<std::array<uint16_t, 65536>>();
-    for (uint32_t h = 0; h < 65536; ++h) (*t)[h] = f32_to_f16(gelu_tanh(f16_to_f32(static_cast<uint16_t>(h))));
-    return t;
-  }();
-  return *table;
-}
-
-}  // namespace
-
 void geglu(const float* gate, const float* up, float* y, int64_t n) {
-  const auto& table = gelu_f16_table();
+  const auto& table = channel::gelu_f16_table();
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     float activated;

@@ -31,10 +31,10 @@ struct NormQuantizePush {
 static_assert(sizeof(NormQuantizePush) == 64);
 
 struct GegluQuantizePush {
-  uint64_t gate, up, q, d;
+  uint64_t gate, up, q, d, gelu_table;
   uint32_t n, pad;
 };
-static_assert(sizeof(GegluQuantizePush) == 40);
+static_assert(sizeof(GegluQuantizePush) == 48);
 
 struct InputsPush {
   uint64_t q, k, v, q_norm, k_norm, rope, slots, k_cache, v_cache;
@@ -63,10 +63,10 @@ struct CombinePush {
 static_assert(sizeof(CombinePush) == 32);
 
 struct GegluPush {
-  uint64_t gate, up, dst;
+  uint64_t gate, up, dst, gelu_table;
   uint32_t n, pad;
 };
-static_assert(sizeof(GegluPush) == 32);
+static_assert(sizeof(GegluPush) == 40);
 
 struct SoftcapPush {
   uint64_t x;

@@ -16,6 +16,7 @@
 #include "backend/vulkan/device_matrix.h"
 #include "backend/vulkan/shader_push.h"
 #include "core/error.h"
+#include "model/gelu_table.h"
 #include "model/rope.h"
 
 namespace channel::vulkan {
@@ -261,6 +262,10 @@ void VulkanBackend::upload_weights() {
     transfer_->upload(vectors_, offsets[i], vectors[i]->data(), vectors[i]->size() * sizeof(float));
     vector_addresses_.emplace_back(vectors[i]->data(), vectors_.address() + offsets[i]);
   }
+
+  const auto& gelu = gelu_f16_table();
+  gelu_table_ = Buffer(*device_, sizeof(gelu), MemoryUse::kDevice);
+  transfer_->upload(gelu_table_, 0, gelu.data(), sizeof(gelu));
 
   matrix_buffers_.reserve(2 + 7 * model_->layers().size());
   token_embd_ = upload(model_->token_embedding());
@@ -743,13 +748,14 @@ PreparedActivations VulkanBackend::record_geglu_input(CommandSequence& seq, Ggml
   if (is_quantized(weight_type)) {
     const PreparedActivations prepared =
         MatmulKernels::quantized_layout(weight_type, n_tokens, n_ff, scratch_.address());
-    const GegluQuantizePush push{gate_.address(), up_.address(), prepared.values, prepared.scales,
-                                 static_cast<uint32_t>(n), 0};
+    const GegluQuantizePush push{gate_.address(),       up_.address(), prepared.values, prepared.scales,
+                                 gelu_table_.address(), static_cast<uint32_t>(n), 0};
     seq.dispatch_groups(pipelines_->get("geglu_quantize"), push, groups_for(n, 256));  // a value per invocation
     seq.barrier();
     return prepared;
   }
-  const GegluPush geglu{gate_.address(), up_.address(), gate_.address(), static_cast<uint32_t>(n), 0};
+  const GegluPush geglu{gate_.address(), up_.address(), gate_.address(), gelu_table_.address(), static_cast<uint32_t>(n),
+                        0};
   seq.dispatch_groups(pipeline("geglu"), geglu, groups_for(n, kElementWorkgroup));
   seq.barrier();
   const PreparedActivations prepared =

@@ -126,6 +126,7 @@ class VulkanBackend final : public Backend {
   std::vector<LayerWeights> layers_;
   Buffer vectors_;
   std::vector<std::pair<const float*, VkDeviceAddress>> vector_addresses_;
+  Buffer gelu_table_;  // model/gelu_table.h, for GEGLU
 
   std::vector<LayerCache> cache_;
   std::vector<int32_t> slot_position_;  // host copy: RoPE position of each slot's key, -1 when empty

@@ -1,24 +1,17 @@
-// GEGLU as llama.cpp's CPU backend evaluates it (through a table of f16 inputs and f16 outputs,
-// ops.cpp geglu): the gate rounded to f16, GELU in f32, the result rounded to f16; beyond +-10
-// the identity and zero. Used by geglu.comp and geglu_quantize.comp.
+// GEGLU as llama.cpp's CPU backend evaluates it: the gate rounded to f16 and looked up in the
+// table of GELU's f16 results (model/gelu_table.h, the CPU backend's own table, uploaded), the
+// result widened and multiplied by up; beyond +-10 the identity and zero. A lookup, not tanh:
+// Vulkan's tanh is approximate, and below about -3 GELU's 1 + tanh cancels its error into whole
+// f16 steps. Used by geglu.comp and geglu_quantize.comp.
 
-// As the CPU's, operation for operation (precise: no fused multiply-adds the CPU does not make).
-float gelu_tanh(float x) {
-  const float a = 0.044715, sqrt_2_over_pi = 0.79788456080286535587989211986876;
-  precise float inner = sqrt_2_over_pi * x * (1.0 + a * x * x);
-  precise float result = 0.5 * x * (1.0 + tanh(inner));
-  return result;
-}
-
-float geglu_value(float gate, float up) {
+float geglu_value(float gate, float up, uint64_t gelu_table) {
   float activated;
   if (gate <= -10.0) {
     activated = 0.0;
   } else if (gate >= 10.0) {
     activated = gate;
   } else {
-    const float rounded = f16_bits_to_f32(f32_to_f16_bits(gate));
-    activated = f16_bits_to_f32(f32_to_f16_bits(gelu_tanh(rounded)));
+    activated = f16_bits_to_f32(uint(U16Ptr(gelu_table).v[f32_to_f16_bits(gate)]));
   }
   return activated * up;
 }
