@@ -3,6 +3,7 @@
 // scale) and Q8_0 quantization (activation_quant.h). The kernel's results feed the Q8_0 matrix
 // kernels, so one value a step off is a failure. Row widths below, at and beyond the workgroup,
 // several workgroup sizes (a value per invocation up to 21), with and without weights.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,9 +138,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, VulkanNormQuantize,
                                            NormCase{2560, 1, 1024, true, true}, NormCase{96, 4, 512, true, true}),
                          [](const ::testing::TestParamInfo<NormCase>& info) {
                            const NormCase& c = info.param;
-                           return "n" + std::to_string(c.n) + "_rows" + std::to_string(c.rows) + "_wg" +
-                                  std::to_string(c.workgroup) + (c.residual ? "_residual" : "") +
-                                  (c.weighted ? "_weighted" : "");
+                           // fmt::format: GCC 12 gives a false -Wrestrict on std::string + const char*.
+                           return fmt::format("n{}_rows{}_wg{}{}{}", c.n, c.rows, c.workgroup,
+                                              c.residual ? "_residual" : "", c.weighted ? "_weighted" : "");
                          });
 
 }  // namespace

@@ -45,6 +45,9 @@ layout(push_constant, std430) uniform NormQuantizeParams {
 
 // Maxima of narrow subgroups, combined into block maxima.
 shared float subgroup_max[PER_INVOCATION * MAX_SUBGROUPS];
+// Each block's 127 / amax: round k's blocks are values k * WG .. k * WG + WG - 1.
+const uint kBlocksPerRound = gl_WorkGroupSize.x / 32u;
+shared float block_inverse_scales[PER_INVOCATION * kBlocksPerRound];
 
 uint value_index(uint k) { return k * gl_WorkGroupSize.x + gl_LocalInvocationID.x; }
 
@@ -91,22 +94,32 @@ void block_maxima(inout float values[PER_INVOCATION]) {
   }
 }
 
+// Every value's int8 and every block's scale. The scales' exact divisions (double arithmetic) are
+// formed once per block, by its first invocation, and shared: formed by all 32 invocations of the
+// block, they were a third of the kernel on the H200.
 void quantize_row(uint r, const float values[PER_INVOCATION]) {
   float maxima[PER_INVOCATION];
   for (uint k = 0; k < PER_INVOCATION; ++k) maxima[k] = abs(values[k]);
   block_maxima(maxima);
-  const uint lane = gl_SubgroupInvocationID & 3u;
+  const uint lane = gl_SubgroupInvocationID & 3u, block_in_round = gl_LocalInvocationID.x / 32u;
+  const bool first_of_block = (gl_LocalInvocationID.x & 31u) == 0u;
   for (uint k = 0; k < PER_INVOCATION; ++k) {
+    if (!first_of_block) continue;
     float scale, inverse_scale;
     q8_scales(maxima[k], scale, inverse_scale);
+    block_inverse_scales[k * kBlocksPerRound + block_in_round] = inverse_scale;
+    const uint i = value_index(k);
+    if (i < p.n) F32Ptr(p.d).v[uint((uint64_t(r) * p.n + i) / 32u)] = scale;
+  }
+  barrier();
+  for (uint k = 0; k < PER_INVOCATION; ++k) {
+    const float inverse_scale = block_inverse_scales[k * kBlocksPerRound + block_in_round];
     uint word = q8_byte(values[k], inverse_scale) << (8u * lane);
     word |= subgroupShuffleXor(word, 1u);
     word |= subgroupShuffleXor(word, 2u);
     const uint i = value_index(k);
     if (i >= p.n) continue;
-    const uint64_t value = uint64_t(r) * p.n + i;
-    if (lane == 0u) U32Ptr(p.q).v[uint(value / 4u)] = word;
-    if ((i & 31u) == 0u) F32Ptr(p.d).v[uint(value / 32u)] = scale;
+    if (lane == 0u) U32Ptr(p.q).v[uint((uint64_t(r) * p.n + i) / 4u)] = word;
   }
 }
 
