@@ -1,7 +1,7 @@
 // channel_vulkan_matvec_bench: the Vulkan matrix-vector kernels (one decode token) on the weight
 // matrices of a Gemma 3 12B token, in GB/s of weight bytes against the device's bandwidth.
 //
-//   channel_vulkan_matvec_bench [--gpu-device N] [--shape threads,rows,subgroup_rows]... [--reps R]
+//   channel_vulkan_matvec_bench [--gpu-device N] [--shape threads,rows,subgroup_rows[,blocks]]... [--reps R]
 //                               [--matrix NAME]...
 //
 // Each matrix (Q, K, V, O, gate, up, down in Q4_0 at 3840 x 15360 FFN, and the 262144-row Q8_0
@@ -123,14 +123,7 @@ double time_products(Device& device, MatmulKernels& kernels, const MatrixShape& 
 
 MatmulKernels::Options parse_shape(const std::string& text) {
   MatmulKernels::Options options;
-  if (text.empty()) return options;
-  unsigned threads = 0, rows = 0, subgroup_rows = 0;
-  if (std::sscanf(text.c_str(), "%u,%u,%u", &threads, &rows, &subgroup_rows) != 3) {
-    fail("--shape must be threads,rows,subgroup_rows, not '{}'", text);
-  }
-  options.matvec_workgroup = threads;
-  options.matvec_rows = options.matvec_q_rows = rows;
-  options.matvec_subgroup_rows = subgroup_rows;
+  if (!text.empty()) parse_matvec_shape("--shape", text, options);
   return options;
 }
 
@@ -142,8 +135,9 @@ int run(int argc, char** argv) {
   std::vector<std::string> only;
   app.add_option("--gpu-device", device_index, "device index (channel gpu list); default: the best");
   app.add_option("--shape", shapes,
-                 "matrix-vector shape threads,rows,subgroup_rows (threads per workgroup, rows per workgroup, "
-                 "Q4_0 / Q8_0 rows per subgroup); repeatable; default: the kernels' defaults");
+                 "matrix-vector shape threads,rows,subgroup_rows[,blocks] (threads per workgroup, rows per "
+                 "workgroup, Q4_0 / Q8_0 rows per subgroup, blocks whose loads a lane issues together); "
+                 "repeatable; default: the kernels' defaults");
   app.add_option("--reps", reps, "timed runs per matrix (the best is kept)")->check(CLI::PositiveNumber);
   app.add_option("--matrix", only, "time only these matrices (attn_q, ..., ffn_down, output); repeatable");
   CLI11_PARSE(app, argc, argv);
@@ -157,8 +151,9 @@ int run(int argc, char** argv) {
   for (size_t k = 0; k < shapes.size(); ++k) {
     kernels.push_back(std::make_unique<MatmulKernels>(device, pipelines, parse_shape(shapes[k])));
     const MatmulKernels::Options& o = parse_shape(shapes[k]);
-    fmt::print("shape {}: {} threads, {} rows per workgroup, {} per subgroup{}\n", k, o.matvec_workgroup,
-               o.matvec_q_rows, o.matvec_subgroup_rows, kernels.back()->uses_integer_dot() ? ", integer dot" : "");
+    fmt::print("shape {}: {} threads, {} rows per workgroup, {} per subgroup, {} blocks in flight{}\n", k,
+               o.matvec_workgroup, o.matvec_q_rows, o.matvec_subgroup_rows, o.matvec_q_blocks,
+               kernels.back()->uses_integer_dot() ? ", integer dot" : "");
   }
   fmt::print("{:<12} {:>4} {:>13}", "matrix", "type", "rows x cols");
   for (size_t k = 0; k < shapes.size(); ++k) fmt::print("  {:>8} {:>7}", fmt::format("#{} us", k), "GB/s");

@@ -4,9 +4,11 @@
 # a change is judged against its parent in the same call (the machine's state moves between
 # calls). .devrun/channel is the new binary, .devrun/channel_base the one to compare against
 # (bench/device/pack.sh, then copy the base build's channel there).
+# BINARIES="channel_base channel channel_other" names the binaries in .devrun to compare (default
+# the first two). GPU_TESTS=1 first runs .devrun/channel_gpu_tests (every kernel against the CPU).
 # VARIANTS="NAME=VALUE ..." also runs the new binary once per round with each environment setting
 # (e.g. VARIANTS="CHANNEL_VULKAN_NORM_WORKGROUP=256 CHANNEL_VULKAN_NORM_WORKGROUP=1024").
-# usage: [ROUNDS=2] [VARIANTS=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
+# usage: [ROUNDS=2] [BINARIES=...] [GPU_TESTS=1] [VARIANTS=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
@@ -14,9 +16,14 @@ R=$PWD
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 source "$R/bench/device/vulkan-env.sh"
+if [ "${GPU_TESTS:-0}" = 1 ]; then
+  echo "== GPU unit tests"
+  CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" 2>&1 | tee "$OUT/gpu-tests.txt" |
+    grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+fi
 "$R/.devrun/channel" model synth --preset "$PRESET" --vocab "$R/.peer/vocab-gemma4.gguf" --out /tmp/ab-model.gguf 2>/dev/null
 for round in $(seq "${ROUNDS:-2}"); do
-  for binary in channel_base channel; do
+  for binary in ${BINARIES:-channel_base channel}; do
     echo "== round $round: $binary"
     timeout 200 "$R/.devrun/$binary" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json 2>/dev/null |
       grep -E "^(prefill|decode)" | tee -a "$OUT/ab-$binary.txt"

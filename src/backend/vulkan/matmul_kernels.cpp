@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstddef>
 #include <limits>
 #include <string>
@@ -77,7 +78,7 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
   }
   if (options.matvec_workgroup == 0 || (options.matvec_workgroup & (options.matvec_workgroup - 1)) != 0 ||
       options.matvec_workgroup > device.info().max_workgroup_invocations || options.matvec_rows == 0 ||
-      options.matvec_q_rows == 0 || options.matvec_subgroup_rows == 0) {
+      options.matvec_q_rows == 0 || options.matvec_subgroup_rows == 0 || options.matvec_q_blocks == 0) {
     fail("Vulkan: matrix-vector workgroup of {} threads and {} rows is not possible on {}", options.matvec_workgroup,
          options.matvec_rows, device.info().name);
   }
@@ -116,7 +117,8 @@ uint64_t MatmulKernels::scratch_bytes(GgmlType weight_type, int64_t n_tokens, in
 const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, uint32_t tokens) {
   const uint32_t workgroup = options_.matvec_workgroup;
   if (is_quantized(type)) {
-    const uint32_t specialization[] = {workgroup, options_.matvec_q_rows, options_.matvec_subgroup_rows, tokens};
+    const uint32_t specialization[] = {workgroup, options_.matvec_q_rows, options_.matvec_subgroup_rows, tokens,
+                                       options_.matvec_q_blocks};
     return pipelines_.get("matvec_q_" + type_suffix(type) + (integer_dot_ ? "_dot" : ""), specialization);
   }
   const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
@@ -279,6 +281,18 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
     const int64_t groups_y = (x.n_tokens + kTileTokens - 1) / kTileTokens;
     seq.dispatch(tiled_pipeline(w.type), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
   }
+}
+
+void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options) {
+  unsigned threads = 0, rows = 0, subgroup_rows = 0, blocks = options.matvec_q_blocks;
+  const int fields = std::sscanf(text.c_str(), "%u,%u,%u,%u", &threads, &rows, &subgroup_rows, &blocks);
+  if (fields != 3 && fields != 4) {
+    fail("{} must be threads,rows,subgroup_rows[,blocks] (e.g. 128,8,2,4), not '{}'", what, text);
+  }
+  options.matvec_workgroup = threads;
+  options.matvec_rows = options.matvec_q_rows = rows;
+  options.matvec_subgroup_rows = subgroup_rows;
+  options.matvec_q_blocks = blocks;
 }
 
 }  // namespace channel::vulkan

@@ -25,6 +25,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "backend/vulkan/command_sequence.h"
 #include "backend/vulkan/device.h"
@@ -64,6 +66,7 @@ class MatmulKernels {
     // 4.64 with 16 (channel_vulkan_matvec_bench).
     uint32_t matvec_q_rows = 8;
     uint32_t matvec_subgroup_rows = 2;   // Q4_0 / Q8_0: rows a subgroup computes together
+    uint32_t matvec_q_blocks = 2;        // Q4_0 / Q8_0: blocks per lane whose loads are issued together
     int64_t matvec_max_tokens = 8;       // kAuto: kMatvec up to this many tokens, kTiled above
     uint32_t tiled_rows_per_thread = 4;  // matmul.comp TM: a tile of 16 x this many rows (4 or 8)
     uint32_t tiled_k_blocks = 2;         // matmul.comp K_BLOCKS: Q4_0 / Q8_0 blocks per step
@@ -121,5 +124,10 @@ class MatmulKernels {
   Options options_;
   bool integer_dot_ = false;
 };
+
+// Sets the matrix-vector shape of `options` from "threads,rows,subgroup_rows[,blocks]" (threads
+// per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup and blocks whose loads a lane
+// issues together), for tuning on a new device; `what` names the setting in the error.
+void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options);
 
 }  // namespace channel::vulkan

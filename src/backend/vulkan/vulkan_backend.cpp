@@ -81,10 +81,10 @@ std::string type_suffix(GgmlType type) {
 // The matrix kernels' shape for this device. A CPU driver (lavapipe) pays per invocation, so its
 // matrix-vector workgroups are one subgroup wide and cover many rows (on a 128-wide embedding the
 // default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape).
-// CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows overrides the matrix-vector shape (threads
-// per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup), CHANNEL_VULKAN_MATMUL=
-// rows_per_thread,k_blocks the tiled kernel's (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N
-// the cooperative-matrix kernel's blocks per step (0: not used), for tuning on a new device.
+// CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows[,blocks] overrides the matrix-vector shape
+// (parse_matvec_shape), CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks the tiled kernel's
+// (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N the cooperative-matrix kernel's blocks
+// per step (0: not used), for tuning on a new device.
 MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   MatmulKernels::Options options;
   if (info.type == DeviceType::kCpu) {
@@ -93,14 +93,7 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     options.matvec_q_rows = 64;
   }
   if (const char* shape = std::getenv("CHANNEL_VULKAN_MATVEC")) {
-    unsigned threads = 0, rows = 0, subgroup_rows = 0;
-    if (std::sscanf(shape, "%u,%u,%u", &threads, &rows, &subgroup_rows) != 3) {
-      fail("CHANNEL_VULKAN_MATVEC must be threads,rows,subgroup_rows (e.g. 128,16,2), not '{}'", shape);
-    }
-    options.matvec_workgroup = threads;
-    options.matvec_rows = rows;
-    options.matvec_q_rows = rows;
-    options.matvec_subgroup_rows = subgroup_rows;
+    parse_matvec_shape("CHANNEL_VULKAN_MATVEC", shape, options);
   }
   if (const char* shape = std::getenv("CHANNEL_VULKAN_MATMUL")) {
     unsigned rows_per_thread = 0, k_blocks = 0;

@@ -63,7 +63,9 @@ double threshold(GgmlType type, int64_t cols) {
 
 struct Variant {
   MatmulKernel kernel;
-  // Not the default shape: Q4_0 / Q8_0 kMatvec 3 rows per workgroup, 1 per subgroup (not 8 and 2);
+  // Not the default shape: Q4_0 / Q8_0 kMatvec 3 rows per workgroup, 1 per subgroup and 3 blocks
+  // per lane in flight, which leaves a part step wherever a row's blocks are not a multiple of 3
+  // subgroups' worth (not 8, 2 and the default);
   // kTiled 8 rows per thread (128-row tiles) and 3 blocks per step, which leaves a part step
   // wherever a row's blocks are not a multiple of 3 (not 4 rows and 2 blocks); kCooperative 1
   // block per step (not 2, which leaves a part step at odd block counts).
@@ -103,6 +105,7 @@ MatmulKernels::Options options_of(const Variant& v) {
   if (v.odd_shape) {
     options.matvec_q_rows = 3;
     options.matvec_subgroup_rows = 1;
+    options.matvec_q_blocks = 3;
     options.tiled_rows_per_thread = 8;
     options.tiled_k_blocks = 3;
     options.cooperative_k_blocks = 1;

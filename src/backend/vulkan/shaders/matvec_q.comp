@@ -5,7 +5,8 @@
 //   - a subgroup computes ROWS rows together, its lanes striding over the blocks of the rows:
 //     lane l reads block l, l + subgroup size, ... (one or two aligned 16-byte loads each), so a
 //     subgroup's loads cover consecutive memory;
-//   - each lane issues the loads of two blocks before using either (more bytes in flight);
+//   - each lane issues the loads of BLOCKS blocks before using any (more bytes in flight: with
+//     4, a 3840-wide row's 120 blocks are all requested at once by a subgroup of 32);
 //   - partial sums are added with one subgroupAdd per output: no shared memory, no barrier;
 //   - Q4_0 nibbles (0..15) are multiplied as they are and the offset of 8 taken out once per
 //     block: sum((n - 8) x) = sum(n x) - 8 sum(x), exact in int32, the sums of x shared by the rows.
@@ -16,7 +17,7 @@
 // in turn, so every row is computed whatever subgroup size the device uses.
 //
 // Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT. Specialization constants: 0 workgroup size,
-// 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS.
+// 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "matmul_params.glsl"
@@ -26,6 +27,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS_PER_WORKGROUP = 8;
 layout(constant_id = 2) const uint ROWS = 2;
 layout(constant_id = 3) const uint TOKENS = 1;
+layout(constant_id = 4) const uint BLOCKS = 2;
 
 // Token t's block b: packed int8 in x, the scale, and (Q4_0) the sum of its 32 values.
 struct ActivationBlock {
@@ -82,28 +84,24 @@ void main() {
       [[unroll]] for (uint r = 0; r < ROWS; ++r)
         [[unroll]] for (uint t = 0; t < TOKENS; ++t) acc[r][t] = 0.0;
 
-      for (uint b0 = lane; b0 < n_blocks; b0 += 2u * width) {
-        // The weight loads of both blocks first, then the arithmetic.
-        const uint b1 = b0 + width;
-        const bool has1 = b1 < n_blocks;
-        uvec4 w[2][ROWS][2];
-        float wd[2][ROWS];
-        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-          if (!valid[r]) continue;
-          U128Ptr q0 = U128Ptr(quants[r] + uint64_t(b0) * (16u * kQuantVectors));
-          w[0][r][0] = q0.v[0];
-          w[0][r][1] = kQuantVectors == 2u ? q0.v[1] : uvec4(0u);
-          wd[0][r] = load_weight_scale(scales[r], b0);
-          if (has1) {
-            U128Ptr q1 = U128Ptr(quants[r] + uint64_t(b1) * (16u * kQuantVectors));
-            w[1][r][0] = q1.v[0];
-            w[1][r][1] = kQuantVectors == 2u ? q1.v[1] : uvec4(0u);
-            wd[1][r] = load_weight_scale(scales[r], b1);
+      for (uint b0 = lane; b0 < n_blocks; b0 += BLOCKS * width) {
+        // The weight loads of all BLOCKS blocks first, then the arithmetic.
+        uvec4 w[BLOCKS][ROWS][2];
+        float wd[BLOCKS][ROWS];
+        [[unroll]] for (uint k = 0; k < BLOCKS; ++k) {
+          const uint b = b0 + k * width;
+          if (b >= n_blocks) break;
+          [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            if (!valid[r]) continue;
+            U128Ptr q = U128Ptr(quants[r] + uint64_t(b) * (16u * kQuantVectors));
+            w[k][r][0] = q.v[0];
+            w[k][r][1] = kQuantVectors == 2u ? q.v[1] : uvec4(0u);
+            wd[k][r] = load_weight_scale(scales[r], b);
           }
         }
-        [[unroll]] for (uint k = 0; k < 2; ++k) {
-          if (k == 1u && !has1) break;
-          const uint b = k == 0u ? b0 : b1;
+        [[unroll]] for (uint k = 0; k < BLOCKS; ++k) {
+          const uint b = b0 + k * width;
+          if (b >= n_blocks) break;
           [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
             if (t0 + t >= p.n_tokens) break;
             const ActivationBlock a = activation_block(t0 + t, b);
