@@ -53,14 +53,16 @@ struct AttentionPush {
   int32_t first_cell;
   uint32_t n_chunks, chunk_cells;
   uint64_t partials;
+  uint64_t out_q, out_d;  // 0, or wo's Q8_0 activations (written instead of dst)
 };
-static_assert(sizeof(AttentionPush) == 104);
+static_assert(sizeof(AttentionPush) == 120);
 
 struct CombinePush {
   uint64_t partials, dst;
+  uint64_t out_q, out_d;  // 0, or wo's Q8_0 activations (written instead of dst)
   uint32_t n_head, n_chunks, head_dim, pad;
 };
-static_assert(sizeof(CombinePush) == 32);
+static_assert(sizeof(CombinePush) == 48);
 
 struct GegluPush {
   uint64_t gate, up, dst, gelu_table;

@@ -392,6 +392,10 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     const uint32_t spec[] = {kAttentionWorkgroup, kAttentionWorkgroup, max_head_dim, kKvSlots};
     return pipelines_->get(shader, spec);
   }
+  if (shader == "attention_combine") {
+    const uint32_t spec[] = {kAttentionWorkgroup, max_head_dim};
+    return pipelines_->get(shader, spec);
+  }
   if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
     const uint32_t spec[] = {max_head_dim + max_head_dim % 2};
     return pipelines_->get(shader, spec);
@@ -654,6 +658,12 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   const uint32_t n_view = lc.sliding ? n_sliding_view_ : n_global_view_;
   const int32_t first_cell = lc.sliding ? first_sliding_cell_ : first_global_cell_;
   const AttentionScheme scheme = attention_scheme(n_tokens, lc.head_dim, n_view, first_cell);
+  // Where a head is whole Q8_0 blocks, the attention kernel writes wo's quantized input itself
+  // (one dispatch and barrier fewer per layer); otherwise f32, quantized after it.
+  const bool quantize_in_attention = is_quantized(w.wo.type) && lc.head_dim % kQuantBlock == 0;
+  const PreparedActivations quantized_output =
+      quantize_in_attention ? MatmulKernels::quantized_layout(w.wo.type, n_tokens, q_width, scratch_.address())
+                            : PreparedActivations{};
   const AttentionPush attention{q_.address(),
                                 cache.k.address(),
                                 cache.v.address(),
@@ -671,7 +681,9 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                                 scheme.first_cell,
                                 scheme.n_chunks,
                                 scheme.chunk_cells,
-                                partials_.address()};
+                                partials_.address(),
+                                quantized_output.values,
+                                quantized_output.scales};
   const bool split = scheme.scheme == 1;
   // Split-KV: a workgroup per (head, chunk), then the chunks merged per head.
   seq.dispatch_groups(pipeline(scheme.scheme == 2 ? "attention" : "attention_rows"), attention,
@@ -682,17 +694,25 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                                                          {"attention tiled (global)", "attention tiled (sliding)"}};
   mark(seq, kAttentionStage[scheme.scheme][lc.sliding ? 1 : 0]);
   if (split) {
-    const CombinePush combine{partials_.address(), attn_.address(), static_cast<uint32_t>(lc.n_head), scheme.n_chunks,
-                              static_cast<uint32_t>(lc.head_dim), 0};
-    seq.dispatch_groups(pipeline("attention_combine", kAttentionWorkgroup), combine, lc.n_head);
+    const CombinePush combine{partials_.address(),
+                              attn_.address(),
+                              quantized_output.values,
+                              quantized_output.scales,
+                              static_cast<uint32_t>(lc.n_head),
+                              scheme.n_chunks,
+                              static_cast<uint32_t>(lc.head_dim),
+                              0};
+    seq.dispatch_groups(pipeline("attention_combine"), combine, lc.n_head);
     seq.barrier();
     mark(seq, "attention combine");
   }
 
-  const PreparedActivations o =
-      matmul_->record_prepare(seq, w.wo.type, attn_.address(), n_tokens, q_width, q_width, scratch_.address());
-  seq.barrier();
-  mark(seq, "wo input");
+  PreparedActivations o = quantized_output;
+  if (!quantize_in_attention) {
+    o = matmul_->record_prepare(seq, w.wo.type, attn_.address(), n_tokens, q_width, q_width, scratch_.address());
+    seq.barrier();
+    mark(seq, "wo input");
+  }
   matmul_->record_matmul(seq, w.wo, o, proj_.address(), n_embd);
   seq.barrier();
   mark(seq, "wo");

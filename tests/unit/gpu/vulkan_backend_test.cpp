@@ -65,7 +65,7 @@ struct Geometry {
   int n_embd, n_head, n_head_kv, n_head_kv_global, head_dim, head_dim_global, n_ff, window, period;
 };
 
-// Embedding widths that are and are not multiples of 256, head sizes 32 to 256 (Gemma 4: two of
+// Embedding widths that are and are not multiples of 256, head sizes 32 to 256 and 48 (Gemma 4: two of
 // them, global K = V), GQA ratios 1 to 4, windows shorter and longer than the prompts.
 const Geometry kGeometries[] = {
     {"gemma3_f32_gqa2", ModelArch::Gemma3, GgmlType::F32, 128, 4, 2, 2, 32, 32, 256, 8, 3},
@@ -75,6 +75,8 @@ const Geometry kGeometries[] = {
     {"gemma4_f16_two_dims", ModelArch::Gemma4, GgmlType::F16, 128, 4, 2, 1, 32, 64, 256, 8, 3},
     {"gemma4_q4_0_hd128", ModelArch::Gemma4, GgmlType::Q4_0, 320, 4, 1, 1, 64, 128, 352, 32, 2},
     {"gemma4_f32_gqa4", ModelArch::Gemma4, GgmlType::F32, 160, 8, 2, 2, 32, 96, 224, 100, 4},
+    // Heads of 48 values: Q8_0 blocks span two heads, so wo's input is quantized after attention.
+    {"gemma3_q8_0_hd48", ModelArch::Gemma3, GgmlType::Q8_0, 128, 2, 1, 1, 48, 48, 192, 8, 2},
 };
 
 class VulkanForward : public ::testing::TestWithParam<Geometry> {};
@@ -216,35 +218,46 @@ TEST(VulkanBackend, ProbePastTheScratchSlotsLeavesAWrappedRingAsItWas) {
   EXPECT_EQ(next_logits().values, before.values);
 }
 
+// F32, and Q8_0, whose attention kernels (tiled, split-KV's merge) write the wo product's Q8_0
+// input themselves. Not Q4_0 yet: its split-KV decode step is 2.05e-2 from the CPU's here (Q8_0
+// 1.81e-2, F32 1.4e-3), over the quantized bound, because split-KV groups the keys into chunks
+// unlike the CPU backend (see attention_scheme in vulkan_backend.cpp); the same before the
+// quantization moved into the attention kernels.
 TEST(VulkanBackend, LongBatchAndSplitKvDecodeMatchTheCpu) {
-  TempDir dir;
-  const auto model = small_model(dir, ModelArch::Gemma3, GgmlType::F32);
-  VULKAN_BACKEND_OR_SKIP(gpu, model);
-  cpu::CpuBackend cpu(model, 2);
-  // 600 tokens go to the backend as one batch (more than the 512 of a device step).
-  const auto tokens = random_tokens(600, model->config().n_vocab, 5);
-  std::vector<int32_t> positions(600);
-  std::vector<uint32_t> slots(600);
-  for (int i = 0; i < 600; ++i) positions[i] = i, slots[i] = static_cast<uint32_t>(i);
-  const Batch batch{tokens, positions, slots, {}};
-  AttentionView view;
-  view.global_slots.runs[0] = view.sliding_slots.runs[0] = std::span<const uint32_t>(slots);
-  Logits a, b;
-  ASSERT_TRUE(gpu->forward(batch, view, LogitsWanted::Last, {}, a));
-  ASSERT_TRUE(cpu.forward(batch, view, LogitsWanted::Last, {}, b));
-  EXPECT_LT(relative_l2(a.values, b.values), 5e-3);
+  for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0}) {
+    SCOPED_TRACE(ggml_type_traits(type).name);
+    TempDir dir;
+    const auto model = small_model(dir, ModelArch::Gemma3, type);
+    const double limit = is_quantized(type) ? 2e-2 : 5e-3;
+    VULKAN_BACKEND_OR_SKIP(gpu, model);
+    cpu::CpuBackend cpu(model, 2);
+    // 600 tokens go to the backend as one batch (more than the 512 of a device step).
+    const auto tokens = random_tokens(600, model->config().n_vocab, 5);
+    std::vector<int32_t> positions(600);
+    std::vector<uint32_t> slots(600);
+    for (int i = 0; i < 600; ++i) positions[i] = i, slots[i] = static_cast<uint32_t>(i);
+    const Batch batch{tokens, positions, slots, {}};
+    AttentionView view;
+    view.global_slots.runs[0] = view.sliding_slots.runs[0] = std::span<const uint32_t>(slots);
+    Logits a, b;
+    ASSERT_TRUE(gpu->forward(batch, view, LogitsWanted::Last, {}, a));
+    ASSERT_TRUE(cpu.forward(batch, view, LogitsWanted::Last, {}, b));
+    EXPECT_LT(relative_l2(a.values, b.values), limit);
 
-  // Decode over 601 cells: the split-KV scheme (512+ padded cells), chunks merged on the device.
-  const std::vector<int32_t> next = {17}, next_position = {600};
-  const std::vector<uint32_t> next_slot = {600};
-  std::vector<uint32_t> all_slots(slots);
-  all_slots.push_back(600);
-  AttentionView decode_view;
-  decode_view.global_slots.runs[0] = decode_view.sliding_slots.runs[0] = std::span<const uint32_t>(all_slots);
-  const Batch step{next, next_position, next_slot, {}};
-  ASSERT_TRUE(gpu->forward(step, decode_view, LogitsWanted::Last, {}, a));
-  ASSERT_TRUE(cpu.forward(step, decode_view, LogitsWanted::Last, {}, b));
-  EXPECT_LT(relative_l2(a.values, b.values), 5e-3);
+    // Decode over 601 cells: the split-KV scheme (512+ padded cells), chunks merged on the device.
+    const std::vector<int32_t> next = {17}, next_position = {600};
+    const std::vector<uint32_t> next_slot = {600};
+    std::vector<uint32_t> all_slots(slots);
+    all_slots.push_back(600);
+    AttentionView decode_view;
+    decode_view.global_slots.runs[0] = decode_view.sliding_slots.runs[0] = std::span<const uint32_t>(all_slots);
+    const Batch step{next, next_position, next_slot, {}};
+    ASSERT_TRUE(gpu->forward(step, decode_view, LogitsWanted::Last, {}, a));
+    ASSERT_TRUE(cpu.forward(step, decode_view, LogitsWanted::Last, {}, b));
+    std::printf("[ %s ] split-KV decode: rel L2 %.3g\n", std::string(ggml_type_traits(type).name).c_str(),
+                relative_l2(a.values, b.values));
+    EXPECT_LT(relative_l2(a.values, b.values), limit);
+  }
 }
 
 TEST(VulkanBackend, RotatedKeysComeBackBitExactAndMatchTheCpu) {

@@ -12,15 +12,19 @@
 // One workgroup per (token, head): workgroup index = t * n_head + h. Each invocation scores
 // whole keys into shared memory (MAX_KEYS of them), then owns output dims and walks the tiles
 // (every invocation keeps the same running maximum and sum). Needs shaderFloat64 (sums in
-// double, as the CPU). Specialization constants: 0 workgroup size, 1 MAX_SUBGROUPS,
+// double, as the CPU). The output is f32, or (out_q != 0) the Q8_0 activations of the wo product,
+// quantized here (quantize_workgroup.glsl). Specialization constants: 0 workgroup size, 1 MAX_SUBGROUPS,
 // 2 MAX_HEAD_DIM, 3 MAX_KEYS.
 #include "common.glsl"
 #include "attention_common.glsl"
+#include "quantize_block.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint MAX_SUBGROUPS = 32;
 layout(constant_id = 2) const uint MAX_HEAD_DIM = 512;
 layout(constant_id = 3) const uint MAX_KEYS = 4224;
+#define QUANTIZE_CAPACITY MAX_HEAD_DIM
+#include "quantize_workgroup.glsl"
 
 shared float query[MAX_HEAD_DIM];
 shared float scores[MAX_KEYS];
@@ -124,6 +128,12 @@ void main() {
   }
   const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
 
-  F32Ptr dst = F32Ptr(p.dst + (uint64_t(t) * p.n_head * dim + h * dim) * 4u);
+  const uint64_t first = uint64_t(t) * p.n_head * dim + h * dim;  // the head's first output value
+  if (p.out_q != 0ul) {  // the Q8_0 activations of wo (head_dim a multiple of 32: whole blocks)
+    for (uint k = 0, d = lane; d < dim; ++k, d += stride) quantize_values[d] = out_values[k] * inverse;
+    quantize_shared_q8(dim, p.out_q + first, p.out_d + first / 32u * 4u);
+    return;
+  }
+  F32Ptr dst = F32Ptr(p.dst + first * 4u);
   for (uint k = 0, d = lane; d < dim; ++k, d += stride) dst.v[d] = out_values[k] * inverse;
 }

@@ -2,14 +2,22 @@
 // Merges the split-KV partials of attention.comp (scheme 1) into the output, chunk by chunk in
 // order as llama.cpp merges them (attention_reference.cpp combine_partials): the new chunk's
 // product rounded, the old sum fused onto it; chunks with no visible key are skipped. One
-// workgroup per query head of the one token. Specialization constant 0: workgroup size.
+// workgroup per query head of the one token. The output is f32, or (out_q != 0) the Q8_0
+// activations of the wo product (quantize_workgroup.glsl). Specialization constants: 0 workgroup
+// size, 1 MAX_HEAD_DIM.
 #include "common.glsl"
+#include "quantize_block.glsl"
 
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint MAX_HEAD_DIM = 512;
+#define QUANTIZE_CAPACITY MAX_HEAD_DIM
+#include "quantize_workgroup.glsl"
 
 layout(push_constant, std430) uniform CombineParams {
   uint64_t partials;  // f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
-  uint64_t dst;       // f32 [n_head * head_dim]
+  uint64_t dst;       // f32 [n_head * head_dim], unless out_q != 0
+  uint64_t out_q;     // or, when not 0, the Q8_0 activations of wo: packed int8 and f32 scales
+  uint64_t out_d;     //   (MatmulKernels::quantized_layout)
   uint n_head;
   uint n_chunks;
   uint head_dim;
@@ -38,6 +46,12 @@ void main() {
     m = m_new;
   }
   const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
-  F32Ptr dst = F32Ptr(p.dst + uint64_t(h) * dim * 4u);
+  const uint first = h * dim;  // the head's first output value
+  if (p.out_q != 0ul) {  // head_dim a multiple of 32: whole blocks
+    for (uint k = 0, d = lane; d < dim; ++k, d += stride) quantize_values[d] = out_values[k] * inverse;
+    quantize_shared_q8(dim, p.out_q + first, p.out_d + first / 32u * 4u);
+    return;
+  }
+  F32Ptr dst = F32Ptr(p.dst + uint64_t(first) * 4u);
   for (uint k = 0, d = lane; d < dim; ++k, d += stride) dst.v[d] = out_values[k] * inverse;
 }

@@ -10,7 +10,7 @@ layout(push_constant, std430) uniform AttentionParams {
   uint64_t view;            // uint32 [n_view]: slots to read, chronological
   uint64_t slot_positions;  // int32 per physical slot: RoPE position of its key, -1 if empty
   uint64_t positions;       // int32 per token
-  uint64_t dst;             // f32 [n_tokens][n_head * head_dim]
+  uint64_t dst;             // f32 [n_tokens][n_head * head_dim], unless out_q != 0
   uint n_view;
   uint head_dim;
   uint n_head;
@@ -22,6 +22,8 @@ layout(push_constant, std430) uniform AttentionParams {
   uint n_chunks;            // split-KV: chunks
   uint chunk_cells;         // split-KV: cells (with first_cell 0: listed keys) per chunk
   uint64_t partials;        // split-KV: f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
+  uint64_t out_q;           // or, when not 0, the output as Q8_0 activations for the wo product:
+  uint64_t out_d;           //   packed int8 and f32 scales (MatmulKernels::quantized_layout)
 } p;
 
 #define kMinusInfinity uintBitsToFloat(0xff800000u)

@@ -15,6 +15,8 @@
 //     listed keys (the host passes first_cell 0, so cells are list positions), one workgroup per
 //     (head, chunk), each writing its partial maximum, sum and accumulators;
 //     attention_combine.comp merges them as llama.cpp does.
+// The output is f32, or (out_q != 0) the Q8_0 activations of the wo product, quantized here
+// (quantize_workgroup.glsl) instead of by another dispatch.
 // The work is spread without changing that arithmetic. Keys are taken in batches of kBatch:
 //   1. the workgroup loads the batch's values into shared memory, and its groups of 64
 //      invocations form the scores' 64 partial sums of ggml_vec_dot_f16 (AVX-512: 4 accumulators
@@ -30,9 +32,12 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "attention_common.glsl"
+#include "quantize_block.glsl"
 
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
+#define QUANTIZE_CAPACITY MAX_HEAD_DIM
+#include "quantize_workgroup.glsl"
 
 const uint kBatch = 16;        // keys per batch
 const uint kSlotSums = 64;     // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
@@ -177,7 +182,16 @@ void main() {
     return;
   }
   const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
-  F32Ptr dst = F32Ptr(p.dst + (uint64_t(t) * p.n_head * dim + h * dim) * 4u);
+  const uint64_t first = uint64_t(t) * p.n_head * dim + h * dim;  // the head's first output value
+  if (p.out_q != 0ul) {  // the Q8_0 activations of wo (head_dim a multiple of 32: whole blocks)
+    for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
+      quantize_values[2u * w] = acc[i].x * inverse;
+      quantize_values[2u * w + 1u] = acc[i].y * inverse;
+    }
+    quantize_shared_q8(dim, p.out_q + first, p.out_d + first / 32u * 4u);
+    return;
+  }
+  F32Ptr dst = F32Ptr(p.dst + first * 4u);
   for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
     dst.v[2u * w] = acc[i].x * inverse;
     dst.v[2u * w + 1u] = acc[i].y * inverse;

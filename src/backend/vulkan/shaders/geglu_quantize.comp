@@ -7,6 +7,7 @@
 #include "quantize_block.glsl"
 
 layout(local_size_x = 256) in;
+#define QUANTIZE_CAPACITY 256
 #include "quantize_workgroup.glsl"
 
 layout(push_constant, std430) uniform GegluQuantizeParams {
@@ -20,8 +21,11 @@ layout(push_constant, std430) uniform GegluQuantizeParams {
 } p;
 
 void main() {
-  const uint e = flat_workgroup_index() * 256u + gl_LocalInvocationID.x;
-  const bool in_range = e < p.n;  // whole blocks: n and 256 are multiples of 32
-  const float value = in_range ? geglu_value(F32Ptr(p.gate).v[e], F32Ptr(p.up).v[e], p.gelu_table) : 0.0;
-  quantize_workgroup_q8(value, in_range, e, p.q, p.d);
+  const uint first = flat_workgroup_index() * 256u;
+  if (first >= p.n) return;  // the whole workgroup (the grid may be folded), before any barrier
+  const uint e = first + gl_LocalInvocationID.x;
+  quantize_values[gl_LocalInvocationID.x] =
+      e < p.n ? geglu_value(F32Ptr(p.gate).v[e], F32Ptr(p.up).v[e], p.gelu_table) : 0.0;
+  // Whole blocks: n is a multiple of 32.
+  quantize_shared_q8(min(256u, p.n - first), p.q + first, p.d + first / 32u * 4u);
 }

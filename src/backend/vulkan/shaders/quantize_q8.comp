@@ -8,6 +8,7 @@
 #include "quantize_block.glsl"
 
 layout(local_size_x = 256) in;
+#define QUANTIZE_CAPACITY 256
 #include "quantize_workgroup.glsl"
 
 layout(push_constant, std430) uniform QuantizeParams {
@@ -21,9 +22,10 @@ layout(push_constant, std430) uniform QuantizeParams {
 } p;
 
 void main() {
-  const uint e = flat_workgroup_index() * 256u + gl_LocalInvocationID.x;
-  const bool in_range = e < p.n_tokens * p.cols;  // whole blocks: cols and 256 are multiples of 32
-  const uint t = e / p.cols, c = e % p.cols;
-  const float value = in_range ? F32Ptr(p.x + (uint64_t(t) * p.x_stride + c) * 4u).v[0] : 0.0;
-  quantize_workgroup_q8(value, in_range, e, p.q, p.d);
+  const uint n = p.n_tokens * p.cols, first = flat_workgroup_index() * 256u;
+  if (first >= n) return;  // the whole workgroup (the grid may be folded), before any barrier
+  const uint e = first + gl_LocalInvocationID.x, t = e / p.cols, c = e % p.cols;
+  quantize_values[gl_LocalInvocationID.x] = e < n ? F32Ptr(p.x + (uint64_t(t) * p.x_stride + c) * 4u).v[0] : 0.0;
+  // Whole blocks: cols and 256 are multiples of 32.
+  quantize_shared_q8(min(256u, n - first), p.q + first, p.d + first / 32u * 4u);
 }
