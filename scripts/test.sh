@@ -25,7 +25,9 @@ ninja -C "$BUILD_DIR" -j "$JOBS"
 step "unit and parity tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, with assertions ($BUILD_DIR-asan)"
-cmake -S . -B "$BUILD_DIR-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+# -g1: line tables only, enough for the sanitizers' stack traces, and a third less compile time
+# than -g (14.0 against 9.9 s for session_test.cpp).
+cmake -S . -B "$BUILD_DIR-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
   -DCHANNEL_SANITIZE=ON -DCHANNEL_BUILD_BENCH=OFF -DCHANNEL_PEER_DIR="$CHANNEL_PEER_DIR" >/dev/null
 # Only the unit-test binaries (the CLI, parity tools and benchmarks are not run under ASan).
 unit_targets=()
@@ -36,7 +38,7 @@ ninja -C "$BUILD_DIR-asan" -j "$JOBS" "${unit_targets[@]}"
 # what the other GPU tests do) take minutes under ASan: the Release run above covers both.
 ctest --test-dir "$BUILD_DIR-asan" --output-on-failure -j "$JOBS" -L unit -E 'Stream\.|VulkanMatmul\.MatchesCpuBackend'
 step "server and thread-pool tests under ThreadSanitizer ($BUILD_DIR-tsan)"
-cmake -S . -B "$BUILD_DIR-tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+cmake -S . -B "$BUILD_DIR-tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
   -DCHANNEL_SANITIZE_THREAD=ON -DCHANNEL_BUILD_BENCH=OFF -DCHANNEL_PEER_DIR="$CHANNEL_PEER_DIR" >/dev/null
 ninja -C "$BUILD_DIR-tsan" -j "$JOBS" channel_server_tests channel_core_tests
 # halt_on_error: a data race fails the step even where the test itself would pass.

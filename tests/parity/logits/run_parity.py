@@ -34,7 +34,8 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=1, help="seed of the models and prompts")
     parser.add_argument("--backend", default="cpu", help="Channel's backend for channel eval (cpu or vulkan)")
     parser.add_argument("--no-default-spread", action="store_true",
-                        help="do not measure llama.cpp's default variant against the pinned one (the CPU run reports it)")
+                        help="do not measure llama.cpp's default variant against the pinned one (its own spread, "
+                             "reported, not judged; CTest leaves it out)")
     args = parser.parse_args()
     check_common_arguments(parser, args)
     if min(args.prompt_lengths) < 1:
