@@ -11,10 +11,11 @@
 // 64-cell tiles with an online maximum, weights by ggml's exp polynomial, f32 accumulation.
 // One workgroup per (token, head): workgroup index = t * n_head + h. Each invocation scores
 // whole keys into shared memory (MAX_KEYS of them), then owns output dims and walks the tiles
-// (every invocation keeps the same running maximum and sum). Needs shaderFloat64 (sums in
-// double, as the CPU). The output is f32, or (out_q != 0) the Q8_0 activations of the wo product,
-// quantized here (quantize_workgroup.glsl). Specialization constants: 0 workgroup size, 1 MAX_SUBGROUPS,
-// 2 MAX_HEAD_DIM, 3 MAX_KEYS.
+// (every invocation keeps the same running maximum and sum; a tile's 64 weights are formed by the
+// first 64 invocations, so the workgroup has at least 64). Needs shaderFloat64 (sums in double,
+// as the CPU). The output is f32, or (out_q != 0) the Q8_0 activations of the wo product,
+// quantized here (quantize_workgroup.glsl). Specialization constants: 0 workgroup size,
+// 1 MAX_SUBGROUPS, 2 MAX_HEAD_DIM, 3 MAX_KEYS.
 #include "common.glsl"
 #include "attention_common.glsl"
 #include "quantize_block.glsl"
@@ -28,6 +29,7 @@ layout(constant_id = 3) const uint MAX_KEYS = 4224;
 
 shared float query[MAX_HEAD_DIM];
 shared float scores[MAX_KEYS];
+shared float tile_weights[64];  // kTileCells
 
 const uint kTileCells = 64;
 const uint kMaxDimsPerLane = (MAX_HEAD_DIM + 31) / 32;  // the workgroup has at least 32 invocations
@@ -107,21 +109,26 @@ void main() {
       s *= ms;
     }
     m = m_new;
+    // The tile's weights, each formed once (invocation c forms cell c's) and shared: every
+    // invocation forming all of them twice was most of a long prefill's attention.
+    barrier();  // the previous tile's weights are read
+    if (lane < kTileCells) {
+      const int i = base + int(lane);
+      tile_weights[lane] = i >= 0 && i < int(p.n_view) ? expf_ggml(scores[i] - m) : 0.0;
+    }
+    barrier();
     // ggml_vec_soft_max_f32: each group of 16 weights reduced, the groups summed in double.
     double sum = 0.0;
     for (uint g = 0; g < kTileCells / 16u; ++g) {
       float group[16];
-      for (uint l = 0; l < 16; ++l) {
-        const int i = base + int(16u * g + l);
-        group[l] = i >= 0 && i < int(p.n_view) ? expf_ggml(scores[i] - m) : 0.0;
-      }
+      for (uint l = 0; l < 16; ++l) group[l] = tile_weights[16u * g + l];
       sum += double(reduce16(group));
     }
     s = float(double(s) + sum);
     for (int c = 0; c < int(kTileCells); ++c) {
       const int i = base + c;
       if (i < 0 || i >= int(p.n_view) || scores[i] == kMinusInfinity) continue;
-      const float weight = expf_ggml(scores[i] - m);
+      const float weight = tile_weights[c];
       F16Ptr value = F16Ptr(value_address(uint(i), kv_head));
       for (uint k = 0, d = lane; d < dim; ++k, d += stride) out_values[k] = fma(float(value.v[d]), weight, out_values[k]);
     }
