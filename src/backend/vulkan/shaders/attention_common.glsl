@@ -1,7 +1,6 @@
 // Shared by the attention shaders (attention_rows.comp: decode and small batches;
 // attention.comp: tiled prefill): their push constants and the pieces of llama.cpp's CPU
 // arithmetic both reproduce (backend/cpu/attention_reference.cpp).
-#extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
 
 layout(push_constant, std430) uniform AttentionParams {
   uint64_t q;               // f32 [n_tokens][n_head * head_dim]

@@ -4,7 +4,6 @@
 // unweighted V-norm (Gemma 4) and go to their slot as f16. Heads 0 .. n_head-1 are queries,
 // then n_head_kv keys, then n_head_kv values; workgroup (t, h) = t * (n_head + 2 n_head_kv) + h.
 // Specialization constants: 0 workgroup size, 1 MAX_SUBGROUPS, 2 MAX_HEAD_DIM.
-#extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;

@@ -20,7 +20,6 @@
 // invocations of at least 4 (device_info.cpp requires it).
 // Specialization constants: 0 workgroup size (a multiple of 32), 1 MAX_SUBGROUPS (workgroup size
 // / smallest subgroup size), 2 PER_INVOCATION (>= n / workgroup size).
-#extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
 #include "quantize_block.glsl"

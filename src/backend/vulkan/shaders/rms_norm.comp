@@ -5,7 +5,6 @@
 //                                                              norm after attention and FFN)
 // weight == 0 means unweighted. One workgroup per row. Specialization constants: 0 workgroup
 // size, 1 MAX_SUBGROUPS.
-#extension GL_EXT_shader_explicit_arithmetic_types_float64 : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
