@@ -101,14 +101,14 @@ void quantize_row(uint r, const float values[PER_INVOCATION]) {
   for (uint k = 0; k < PER_INVOCATION; ++k) maxima[k] = abs(values[k]);
   block_maxima(maxima);
   const uint lane = gl_SubgroupInvocationID & 3u, block_in_round = gl_LocalInvocationID.x / 32u;
-  const bool first_of_block = (gl_LocalInvocationID.x & 31u) == 0u;
-  for (uint k = 0; k < PER_INVOCATION; ++k) {
-    if (!first_of_block) continue;
-    float scale, inverse_scale;
-    q8_scales(maxima[k], scale, inverse_scale);
-    block_inverse_scales[k * kBlocksPerRound + block_in_round] = inverse_scale;
-    const uint i = value_index(k);
-    if (i < p.n) F32Ptr(p.d).v[uint((uint64_t(r) * p.n + i) / 32u)] = scale;
+  if ((gl_LocalInvocationID.x & 31u) == 0u) {  // the first invocation of each block
+    for (uint k = 0; k < PER_INVOCATION; ++k) {
+      float scale, inverse_scale;
+      q8_scales(maxima[k], scale, inverse_scale);
+      block_inverse_scales[k * kBlocksPerRound + block_in_round] = inverse_scale;
+      const uint i = value_index(k);
+      if (i < p.n) F32Ptr(p.d).v[uint((uint64_t(r) * p.n + i) / 32u)] = scale;
+    }
   }
   barrier();
   for (uint k = 0; k < PER_INVOCATION; ++k) {
