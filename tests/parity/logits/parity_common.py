@@ -187,11 +187,12 @@ def cpu_variants(oracle, requested):
     return CpuVariants(pinned, labelled_line(out, "default"))
 
 
-def oracle_eval(oracle, model, prompts, logits_paths, variant, greedy=0):
+def oracle_eval(oracle, model, prompts, logits_paths, variant, greedy=0, threads=None):
     """Runs llama_oracle eval on the variant, one process for all `prompts` (each writes its
     logits to the matching path; one model load instead of one per prompt); checks that it loaded
-    that variant. With greedy > 0 returns each prompt's greedy continuation (N ids), else []."""
-    command = [oracle, "eval", "--model", model, "--cpu-variant", variant]
+    that variant. With greedy > 0 returns each prompt's greedy continuation (N ids), else [].
+    `threads`: llama.cpp's thread count (default: one per core)."""
+    command = [oracle, "eval", "--model", model, "--cpu-variant", variant] + (["--threads", threads] if threads else [])
     for tokens, path in zip(prompts, logits_paths, strict=True):
         command += ["--tokens", ",".join(map(str, tokens)), "--logits-out", path]
     out = run(command + (["--greedy", greedy] if greedy else [])).stdout

@@ -24,6 +24,7 @@ import math
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -47,12 +48,17 @@ def parse_args():
     parser.add_argument("--targets", type=comma_list(str),
                         help="Channel SIMD targets (Highway names, e.g. AVX3,AVX2,SSE4,SSSE3,SCALAR); "
                              "default: every one this CPU has")
+    parser.add_argument("--threads", type=int,
+                        help="threads of each engine (default: one per core); for several sweeps side by side")
+    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
     parser.add_argument("--every-target", action="store_true",
                         help="run each case on every target (default: the targets take turns)")
     args = parser.parse_args()
     check_common_arguments(parser, args)
     if args.shapes < 1:
         parser.error("--shapes must be at least 1")
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     return args
 
 
@@ -226,8 +232,9 @@ class Result:
 
 def channel_eval(args, model, tokens, logits_path, target):
     """channel eval on a forced SIMD target; checks from its "backend:" line that it ran there."""
+    threads = ["--threads", args.threads] if args.threads else []
     result = run([args.channel, "eval", "--model", model, "--tokens", ",".join(map(str, tokens)),
-                  "--logits-out", logits_path], env={"CHANNEL_SIMD_TARGET": target})
+                  "--logits-out", logits_path, *threads], env={"CHANNEL_SIMD_TARGET": target})
     backend = labelled_line(result.stderr, "backend")
     if not backend.upper().endswith(f", {target.upper()})"):
         raise RuntimeError(f"channel ran on '{backend}', not on {target}")
@@ -238,11 +245,12 @@ def run_shape(shape, targets, args, n_vocab):
     model stays in the workdir for debugging."""
     model = args.workdir / f"case-{shape.seed}-{shape.index}.gguf"
     results = [Result(shape, target) for target in targets]
-    ours_path, ref_path = args.workdir / "channel.logits", args.workdir / "oracle.logits"
+    case_name = f"case-{shape.seed}-{shape.index}"
+    ours_path, ref_path = args.workdir / f"{case_name}.channel.logits", args.workdir / f"{case_name}.oracle.logits"
     tokens = make_prompt(shape.prompt_length, n_vocab, (shape.seed, shape.index))
     try:
         run([args.channel, "model", "synth", "--vocab", args.vocab, "--out", model, *shape.synth_flags()])
-        oracle_eval(args.oracle, model, [tokens], [ref_path], args.variants.pinned)
+        oracle_eval(args.oracle, model, [tokens], [ref_path], args.variants.pinned, threads=args.threads)
         ref = read_logits(ref_path, len(tokens), n_vocab)
         for result in results:
             try:
@@ -337,15 +345,20 @@ def main():
         probe.unlink()
     print(f"Channel SIMD targets: {', '.join(targets)}" + ("" if args.every_target else " (taking turns)"))
 
-    started = time.monotonic()
-    results = []
-    for shape in shapes:
+    def run_case(shape):
         case_targets = targets if args.every_target else [turn_target(shape.index, targets, args)]
         print(f"case {shape.index}: {shape.arch} {shape.wtype} {shape.describe()}, {shape.prompt_length} tokens "
               f"on {', '.join(case_targets)}", file=sys.stderr, flush=True)
-        for result in run_shape(shape, case_targets, args, n_vocab):
+        case_results = run_shape(shape, case_targets, args, n_vocab)
+        for result in case_results:
             print(f"case {shape.index} on {result.target}: {progress_line(result)}", file=sys.stderr, flush=True)
-            results.append(result)
+        return case_results
+
+    started = time.monotonic()
+    # Cases are independent processes of their own files: --jobs runs several at once (threads
+    # suffice, each waits on its subprocesses); results keep the cases' order.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = [result for case_results in pool.map(run_case, shapes) for result in case_results]
     elapsed = time.monotonic() - started
 
     groups = {}
