@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Prepares, on the build machine, what bench/device/h200-bench.sh needs on a GPU machine that
-# has no network: the channel binary, the Vulkan matrix-vector benchmark, the GPU unit tests and their two shared
-# libraries (.devrun/), the Vulkan loader
-# as a Debian package (.gl/), and llama.cpp's source and the Gemma 4 vocabulary from the npm peer
-# (.peer/). All three folders are git-ignored locally (.git/info/exclude) and named in the
+# Prepares, on the build machine, what the bench/device scripts need on a GPU machine that
+# has no network: the channel binary, the Vulkan matrix-vector benchmark, the GPU unit tests, the
+# parity oracle and their two shared libraries (.devrun/), the Vulkan loader
+# as a Debian package (.gl/), and llama.cpp's source, its prebuilt libraries and the Gemma 4
+# vocabulary from the npm peer (.peer/). All three folders are git-ignored locally (.git/info/exclude) and named in the
 # device call's carry list.
 # usage: bench/device/pack.sh [BUILD_DIR=build]   (from the repository root, after a build)
 set -euo pipefail
@@ -13,7 +13,8 @@ mkdir -p .git/info
 for d in .gl .peer .devrun; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
 
 rm -rf .devrun && mkdir -p .devrun/lib
-cp "$BUILD_DIR/channel" "$BUILD_DIR/bench/channel_vulkan_matvec_bench" "$BUILD_DIR/tests/channel_gpu_tests" .devrun/
+cp "$BUILD_DIR/channel" "$BUILD_DIR/bench/channel_vulkan_matvec_bench" "$BUILD_DIR/tests/channel_gpu_tests" \
+  "$BUILD_DIR/tests/parity/logits/llama_oracle" .devrun/
 for lib in libhwy.so.1 libfmt.so.9; do cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .devrun/lib/; done
 
 mkdir -p .gl /tmp/amd64/partial
@@ -26,4 +27,8 @@ mkdir -p .peer
 [ -f .peer/llama-src.tgz ] || tar czf .peer/llama-src.tgz -C "$PEER/src" --exclude=./docs --exclude=./models \
   --exclude=./.git --exclude='./tools/server/public*' --exclude='*.gguf' .
 cp "$PEER/src/models/ggml-vocab-gemma-4.gguf" .peer/vocab-gemma4.gguf
+# The prebuilt llama.cpp libraries llama_oracle links (parity-sweep.sh): libllama, ggml and every
+# CPU variant (the oracle pins one by the CPU's features); not the Node addon or llama-common.
+rm -rf .peer/bins && mkdir -p .peer/bins
+cp "$PEER"/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/lib{llama.v,ggml.v,ggml-base,ggml-cpu-}*.so .peer/bins/
 du -sh .devrun .gl .peer >&2

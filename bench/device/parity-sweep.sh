@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs ON a many-core device machine (device tool), from the repository root, with .devrun,
+# .peer/bins and .peer/vocab-gemma4.gguf carried (bench/device/pack.sh makes them): the logits
+# parity sweep (tests/parity/logits/sweep_parity.py) over SHAPES random geometries against the
+# pinned llama.cpp CPU variant, JOBS cases at a time with THREADS threads per engine, Channel's
+# SIMD targets taking turns. Only CPUs are used. Results: $OUT/sweep.md (tables), $OUT/sweep.log
+# (progress), $OUT/cpu.txt (the CPU).
+# usage: bash bench/device/parity-sweep.sh [SHAPES=200] [JOBS=8] [THREADS=2] [ARCHS=gemma3,gemma4]
+set -uo pipefail
+SHAPES=${1:-200}
+JOBS=${2:-8}
+THREADS=${3:-2}
+ARCHS=${4:-gemma3,gemma4}
+R=$PWD
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+# llama_oracle finds the prebuilt libraries by the RUNPATH it was linked with (the peer's
+# directory on the build machine): put them there.
+libdir=$(readelf -d "$R/.devrun/llama_oracle" | sed -n 's/.*RUNPATH.*\[\(.*\)\]/\1/p')
+mkdir -p "$libdir" && cp "$R"/.peer/bins/*.so "$libdir"/
+export LD_LIBRARY_PATH=$R/.devrun/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+{ grep -m1 'model name' /proc/cpuinfo; nproc; "$R/.devrun/llama_oracle" variants; } 2>&1 | tee "$OUT/cpu.txt"
+python3 "$R/tests/parity/logits/sweep_parity.py" --shapes "$SHAPES" --jobs "$JOBS" --threads "$THREADS" \
+  --archs "$ARCHS" --channel "$R/.devrun/channel" --oracle "$R/.devrun/llama_oracle" \
+  --vocab "$R/.peer/vocab-gemma4.gguf" --workdir /tmp/sweep > "$OUT/sweep.log" 2>&1
+rc=$?
+cp /tmp/sweep/sweep.md "$OUT/" 2>/dev/null
+tail -n 40 "$OUT/sweep.log"
+echo "sweep exit code $rc"
+exit $rc
