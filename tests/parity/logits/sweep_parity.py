@@ -13,7 +13,7 @@ llama.cpp (its pinned CPU variant, see cpu_variants.h) and Channel evaluate the 
 all-position logits are compared: rel L2 ||ours - ref|| / ||ref||, max |d| and argmax agreement.
 
 Channel runs on one forced SIMD target per case, the targets taking turns, or with --every-target
-on each target this CPU has. A case fails when its rel L2 exceeds its type's threshold, or its
+on each target this CPU has; with --backend vulkan every case runs on Channel's Vulkan backend. A case fails when its rel L2 exceeds its type's threshold, or its
 argmax agreement the type's minimum on a prompt of at least 50 positions (a shorter one can only
 agree in coarse steps); the argmax agreement over all positions of a weight type and target must
 meet the minimum too. Prints a table and the worst case per type and target, writes them to
@@ -45,6 +45,8 @@ def parse_args():
     parser.add_argument("--shapes", type=int, default=20, help="number of random shapes (cases 0..N-1)")
     parser.add_argument("--cases", type=comma_list(int), help="run only these case indices (to reproduce one)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the shapes, models and prompts")
+    parser.add_argument("--backend", default="cpu", choices=["cpu", "vulkan"],
+                        help="Channel's backend (vulkan: every case on the GPU; the SIMD target options do not apply)")
     parser.add_argument("--targets", type=comma_list(str),
                         help="Channel SIMD targets (Highway names, e.g. AVX3,AVX2,SSE4,SSSE3,SCALAR); "
                              "default: every one this CPU has")
@@ -59,6 +61,8 @@ def parse_args():
         parser.error("--shapes must be at least 1")
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if args.backend == "vulkan" and (args.targets or args.every_target):
+        parser.error("--targets and --every-target choose CPU SIMD targets: not with --backend vulkan")
     return args
 
 
@@ -230,12 +234,21 @@ class Result:
                        (self.shape.prompt_length < ARGMAX_MIN_POSITIONS or self.same_argmax >= min_same_argmax))
 
 
+VULKAN_TARGET = "vulkan"  # the target column of cases run on the Vulkan backend
+
+
 def channel_eval(args, model, tokens, logits_path, target):
-    """channel eval on a forced SIMD target; checks from its "backend:" line that it ran there."""
+    """channel eval on a forced SIMD target, or on the Vulkan backend; checks from its "backend:"
+    line that it ran there."""
     threads = ["--threads", args.threads] if args.threads else []
-    result = run([args.channel, "eval", "--model", model, "--tokens", ",".join(map(str, tokens)),
-                  "--logits-out", logits_path, *threads], env={"CHANNEL_SIMD_TARGET": target})
-    backend = labelled_line(result.stderr, "backend")
+    command = [args.channel, "eval", "--model", model, "--tokens", ",".join(map(str, tokens)),
+               "--logits-out", logits_path, *threads]
+    if target == VULKAN_TARGET:
+        backend = labelled_line(run(command + ["--backend", "vulkan"]).stderr, "backend")
+        if not backend.startswith("vulkan"):
+            raise RuntimeError(f"channel ran on '{backend}', not on Vulkan")
+        return
+    backend = labelled_line(run(command, env={"CHANNEL_SIMD_TARGET": target}).stderr, "backend")
     if not backend.upper().endswith(f", {target.upper()})"):
         raise RuntimeError(f"channel ran on '{backend}', not on {target}")
 
@@ -337,13 +350,16 @@ def main():
     indices = args.cases if args.cases is not None else list(range(args.shapes))
     shapes = [draw_shape(args.seed, i, args.archs, args.types) for i in indices]
 
-    targets = args.targets
+    targets = [VULKAN_TARGET] if args.backend == "vulkan" else args.targets
     if not targets:
         probe = args.workdir / "probe.gguf"
         run([args.channel, "model", "synth", "--vocab", args.vocab, "--out", probe, "--layers", "1", "--embd", "32"])
         targets = usable_targets(args.channel, probe)
         probe.unlink()
-    print(f"Channel SIMD targets: {', '.join(targets)}" + ("" if args.every_target else " (taking turns)"))
+    if args.backend == "vulkan":
+        print("Channel backend: vulkan")
+    else:
+        print(f"Channel SIMD targets: {', '.join(targets)}" + ("" if args.every_target else " (taking turns)"))
 
     def run_case(shape):
         case_targets = targets if args.every_target else [turn_target(shape.index, targets, args)]
