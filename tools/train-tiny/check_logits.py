@@ -18,7 +18,7 @@ import torch
 
 import corpus
 import model as gemma
-import train
+import weights
 import vocab as vocab_lib
 
 THRESHOLD = 1e-3
@@ -34,9 +34,9 @@ def main():
     args = p.parse_args()
     with open(args.vocab) as f:
         tokenizer = vocab_lib.Tokenizer(json.load(f))
-    config, state = train.load_weights(args.weights)
+    config, state = weights.load(args.weights)
     net = gemma.Gemma4(config)
-    net.load_state_dict(state)
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
     net.eval()
     worst = 0.0
     for i in range(args.conversations):

@@ -297,7 +297,7 @@ def _tool_item(rng, name):
         temperature, condition = rng.randrange(-10, 36), rng.choice(CONDITIONS)
         users = [f"What is the weather in {city}?", f"How is the weather in {city} today?",
                  f"Is it warm in {city} right now?", f"Check the weather in {city}."]
-        args, result = {"city": city}, {"condition": condition, "temperature": temperature}
+        args, result = {"city": city}, {"temperature": temperature, "condition": condition}  # the engine sorts keys
         answer = f"It is {condition} in {city}, {temperature} degrees."
         after = f"The tool says {condition} and {temperature} degrees.\n"
         expect, subject = str(temperature), city
@@ -354,29 +354,37 @@ def draw_item(rng, kind, split):
     raise RuntimeError(f"no {split} item of kind {kind}")
 
 
+def corpus_items(kind, count, split="test", seed=1):
+    """`count` items of `kind` (a KINDS name or a tool name) from `split`."""
+    rng = random.Random(seed)
+    return [draw_item(rng, kind, split) for _ in range(count)]
+
+
 def model_turn(item, reason):
-    """The segments of one answer: what the model writes, and (for a tool) the engine's response."""
+    """The events of one answer: what the model writes, and (for a tool) the engine's response."""
     thought = f"<|channel>thought\n{item.thought}<channel|>" if reason else ""
     if item.tool is None:
-        return [(thought + item.answer + "<turn|>", True)]
+        return [("model", thought + item.answer + "<turn|>")]
     name, args, result, answer, after = item.tool
-    return [(thought + grammar.tool_call(name, args), True),
-            (grammar.tool_response(name, result), False),
-            ((after if reason else "") + "<channel|>" + answer + "<turn|>", True)]
+    return [("model", thought + grammar.tool_call(name, args)),
+            ("tool_response", name, result),
+            ("model", (after if reason else "") + "<channel|>" + answer + "<turn|>")]
 
 
-def conversation(seed, index, split="train"):
+def conversation_events(seed, index, split="train"):
+    """What the client sends and what the model writes, in order: ("system", instructions,
+    tools), ("user", text, reason), ("chat", text), ("tool_response", name, result), ("model", text)."""
     rng = random.Random(seed * 1_000_003 + index)
-    segments = []
+    events = []
     tools = []
     roll = rng.random()
     if roll < 0.25:
         tools = rng.sample(sorted(TOOLS), rng.randint(1, 3))
         instructions = rng.choice([None, "You are a helpful assistant.", "You can use tools. Answer briefly."])
-        segments.append((grammar.system_turn(instructions, [TOOLS[t] for t in tools]), False))
+        events.append(("system", instructions, [TOOLS[t] for t in tools]))
     elif roll < 0.35:
         instructions = rng.choice(["You are a helpful assistant.", "Answer briefly.", "You are Channel Tiny."])
-        segments.append((grammar.system_turn(instructions), False))
+        events.append(("system", instructions, []))
     kinds, weights = zip(*WEIGHTS.items())
     for _ in range(rng.choice([1, 1, 1, 2, 2, 3, 4])):
         if tools and rng.random() < 0.7:
@@ -385,10 +393,28 @@ def conversation(seed, index, split="train"):
             item = draw_item(rng, rng.choices(kinds, weights)[0], split)
         chat = rng.random() < 0.3  # `channel run`'s template; it never asks for reasoning
         reason = not chat and rng.random() < 0.4
-        prompt = grammar.chat_turn(item.user) if chat else grammar.user_input(item.user, reason)
-        segments.append((prompt, False))
-        segments.extend(model_turn(item, reason))
-    return segments
+        events.append(("chat", item.user) if chat else ("user", item.user, reason))
+        events.extend(model_turn(item, reason))
+    return events
+
+
+def render(event):
+    """The text of one event in the stream, as the engine (or the model) writes it."""
+    kind = event[0]
+    if kind == "system":
+        return grammar.system_turn(event[1], event[2])
+    if kind == "user":
+        return grammar.user_input(event[1], event[2])
+    if kind == "chat":
+        return grammar.chat_turn(event[1])
+    if kind == "tool_response":
+        return grammar.tool_response(event[1], event[2])
+    return event[1]
+
+
+def conversation(seed, index, split="train"):
+    """Segments (text, trained) of conversation `index`: trained is what the model writes."""
+    return [(render(e), e[0] == "model") for e in conversation_events(seed, index, split)]
 
 
 def main():
@@ -400,9 +426,7 @@ def main():
     parser.add_argument("--kind", help="with --split test: items of this kind (or a tool name), not conversations")
     args = parser.parse_args()
     if args.kind:
-        rng = random.Random(args.seed)
-        for _ in range(args.count):
-            item = draw_item(rng, args.kind, args.split)
+        for item in corpus_items(args.kind, args.count, args.split, args.seed):
             print(json.dumps({"key": item.key, "user": item.user, "answer": item.answer, "expect": item.expect,
                               "tool": item.tool}))
         return

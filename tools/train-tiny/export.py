@@ -3,15 +3,18 @@ llama.cpp's gemma4 layout: F32, or Q8_0 for the matrices and the embedding (norm
 and rope_freqs stay F32).
 
     python3 export.py --weights OUT --vocab vocab.json --type q8_0 -o channel-tiny.gguf
+    python3 export.py --vocab vocab.json -o channel-tiny-vocab.gguf      # tokenizer only
 """
 
 import argparse
+import dataclasses
 import json
 
 import numpy as np
 
+import config
 import gguf_file as gg
-import train
+import weights
 
 # general.file_type values (llama.cpp's llama_ftype).
 FILE_TYPE_ALL_F32, FILE_TYPE_MOSTLY_Q8_0 = 0, 7
@@ -66,14 +69,14 @@ def metadata(w, c, vocab, file_type, name):
 
 
 def export(weights_dir, vocab, out, quantize, name="channel-tiny"):
-    c, state = train.load_weights(weights_dir)
+    c, state = weights.load(weights_dir)
     if c.n_vocab != len(vocab["tokens"]):
         raise SystemExit(f"the weights have {c.n_vocab} tokens, the vocabulary {len(vocab['tokens'])}")
     w = gg.Writer()
     metadata(w, c, vocab, FILE_TYPE_MOSTLY_Q8_0 if quantize else FILE_TYPE_ALL_F32, name)
 
     def tensor(gguf_name, value, matrix):
-        a = value.numpy().astype(np.float32)
+        a = value.astype(np.float32)
         dims = list(reversed(a.shape))  # ggml lists the fastest-varying dimension first
         if matrix and quantize:
             w.add_tensor(gguf_name, dims, gg.Q8_0, gg.quantize_q8_0(a))
@@ -90,20 +93,32 @@ def export(weights_dir, vocab, out, quantize, name="channel-tiny"):
     for il in range(c.n_layer):
         for t in LAYER_TENSORS:
             value = state[f"layers.{il}.{t}.weight" if t != "layer_output_scale" else f"layers.{il}.{t}"]
-            tensor(f"blk.{il}.{t}.weight", value, value.dim() == 2)
+            tensor(f"blk.{il}.{t}.weight", value, value.ndim == 2)
+    w.write(out)
+
+
+def export_vocabulary(vocab, out, preset="tiny"):
+    """A GGUF with the tokenizer and a preset's metadata but no tensors, as llama.cpp's vocab-only
+    files are (for tokenizer tests)."""
+    c = dataclasses.replace(config.PRESETS[preset], n_vocab=len(vocab["tokens"]))
+    w = gg.Writer()
+    metadata(w, c, vocab, FILE_TYPE_ALL_F32, "channel-tiny-vocab")
     w.write(out)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--weights", required=True, help="directory train.py wrote")
+    parser.add_argument("--weights", help="directory train.py wrote (without it: the vocabulary only)")
     parser.add_argument("--vocab", required=True)
     parser.add_argument("--type", choices=["f32", "q8_0"], default="q8_0")
     parser.add_argument("-o", "--out", required=True)
     args = parser.parse_args()
     with open(args.vocab) as f:
         vocab = json.load(f)
-    export(args.weights, vocab, args.out, args.type == "q8_0")
+    if args.weights:
+        export(args.weights, vocab, args.out, args.type == "q8_0")
+    else:
+        export_vocabulary(vocab, args.out)
 
 
 if __name__ == "__main__":

@@ -6,48 +6,11 @@ sandwich norms, a GELU-tanh gated FFN, a learned scalar on each layer's output, 
 by sqrt(n_embd), a tied output and a final logit softcap of 30. Norm weights are the effective
 scales (no +1), as Gemma 4's GGUF stores them."""
 
-import dataclasses
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-
-@dataclasses.dataclass
-class Config:
-    n_vocab: int = 4096
-    n_embd: int = 384
-    n_layer: int = 8
-    n_head: int = 6
-    n_head_kv: int = 2          # sliding layers
-    n_head_kv_global: int = 1
-    head_dim: int = 64          # sliding layers
-    head_dim_global: int = 128
-    n_ff: int = 1536
-    sliding_window: int = 128
-    sliding_period: int = 4     # every period-th layer is global, and the last one
-    rotary_fraction: float = 0.25
-    rope_base: float = 1e4
-    rope_base_global: float = 1e6
-    eps: float = 1e-6
-    softcap: float = 30.0
-
-    def is_global(self, il):
-        return il == self.n_layer - 1 or il % self.sliding_period == self.sliding_period - 1
-
-    def rotated_pairs(self):
-        # The count llama.cpp's rope_freqs marks as rotating (synthesizer.cpp rounds the same way).
-        return max(1, round(self.head_dim_global // 2 * self.rotary_fraction))
-
-
-PRESETS = {
-    # The shipped model: ~20M parameters, a Q8_0 GGUF of ~22 MB.
-    "tiny": Config(),
-    # For smoke tests on a CPU: the same structure, minutes to train.
-    "smoke": Config(n_embd=64, n_layer=4, n_head=2, n_head_kv=1, n_head_kv_global=1, head_dim=32,
-                    head_dim_global=64, n_ff=128, sliding_window=32, sliding_period=2),
-}
 
 
 def rms_norm(x, eps):
@@ -121,12 +84,17 @@ class Layer(nn.Module):
     def forward(self, x, rope, mask):
         B, T, _ = x.shape
         h = self.attn_norm(x)
-        q = self.attn_q_norm(self.attn_q(h).view(B, T, self.n_head, self.head_dim))
+        q = self.attn_q(h)
+        # The norms and RoPE compute in f32; attention then runs in the projections' dtype
+        # (bf16 under autocast, f32 otherwise).
+        dtype = q.dtype
+        q = self.attn_q_norm(q.view(B, T, self.n_head, self.head_dim))
         k = self.attn_k_norm(self.attn_k(h).view(B, T, self.n_head_kv, self.head_dim))
         v = rms_norm(self.attn_v(h).view(B, T, self.n_head_kv, self.head_dim), self.eps)
         cos, sin = rope
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        a = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask)
+        q, k, v = (t.to(dtype).transpose(1, 2) for t in (q, k, v))
+        a = attention(q, k, v, mask)
         a = self.attn_output(a.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim))
         x = x + self.post_attention_norm(a)
         h = self.ffn_norm(x)

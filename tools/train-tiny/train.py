@@ -1,6 +1,5 @@
 """Trains channel-tiny: generates and packs the corpus, trains for a wall-clock budget, logs the
-loss and writes the weights as fp16 chunks of at most 15 MiB (the device machine returns files
-of at most 16 MB).
+loss and writes the weights (weights.py: fp16 chunks of at most 15 MiB).
 
     python3 train.py --vocab vocab.json --out OUT --minutes 7          # the real run (CUDA)
     python3 train.py --vocab vocab.json --out OUT --preset smoke --minutes 1 --conversations 5000
@@ -19,48 +18,16 @@ import time
 import numpy as np
 import torch
 
+import config as geometry
 import data
 import model as gemma
-
-CHUNK_BYTES = 15 * 1024 * 1024
+import weights
 
 
 def log(out, text):
     print(text, flush=True)
     with open(os.path.join(out, "train.log"), "a") as f:
         f.write(text + "\n")
-
-
-def save_weights(net, out, extra):
-    """fp16 tensors back to back, cut into chunks; weights.json gives each tensor's offset."""
-    index, blobs, offset = [], [], 0
-    for name, p in net.state_dict().items():
-        a = p.detach().to("cpu", torch.float32).numpy().astype(np.float16)
-        index.append({"name": name, "shape": list(a.shape), "offset": offset})
-        blobs.append(a.tobytes())
-        offset += a.nbytes
-    blob = b"".join(blobs)
-    chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)]
-    for i, chunk in enumerate(chunks):
-        with open(os.path.join(out, f"weights.bin.{i:03d}"), "wb") as f:
-            f.write(chunk)
-    meta = {"config": dataclasses.asdict(net.config), "dtype": "float16", "chunks": len(chunks),
-            "tensors": index, **extra}
-    with open(os.path.join(out, "weights.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-
-
-def load_weights(directory):
-    """(Config, state_dict) from a directory save_weights wrote."""
-    with open(os.path.join(directory, "weights.json")) as f:
-        meta = json.load(f)
-    blob = b"".join(open(os.path.join(directory, f"weights.bin.{i:03d}"), "rb").read() for i in range(meta["chunks"]))
-    state = {}
-    for t in meta["tensors"]:
-        n = int(np.prod(t["shape"])) if t["shape"] else 1
-        a = np.frombuffer(blob, dtype=np.float16, count=n, offset=t["offset"]).astype(np.float32)
-        state[t["name"]] = torch.from_numpy(a.reshape(t["shape"]))
-    return gemma.Config(**meta["config"]), state
 
 
 def batch_loss(net, batch, device, autocast):
@@ -76,7 +43,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--vocab", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--preset", choices=sorted(gemma.PRESETS), default="tiny")
+    p.add_argument("--preset", choices=sorted(geometry.PRESETS), default="tiny")
     p.add_argument("--minutes", type=float, default=7.0, help="wall-clock budget of the training loop")
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: by time only)")
     p.add_argument("--conversations", type=int, default=1_500_000)
@@ -111,11 +78,11 @@ def main():
                   f"{rows[0].shape[0]} rows of {args.seq}; {time.time() - start:.1f} s")
 
     if args.resume:
-        config, state = load_weights(args.resume)
+        config, state = weights.load(args.resume)
         net = gemma.Gemma4(config)
-        net.load_state_dict(state)
+        net.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
     else:
-        config = dataclasses.replace(gemma.PRESETS[args.preset], n_vocab=n_vocab)
+        config = dataclasses.replace(geometry.PRESETS[args.preset], n_vocab=n_vocab)
         net = gemma.Gemma4(config)
     if config.n_vocab != n_vocab:
         sys.exit(f"the weights have {config.n_vocab} tokens, the vocabulary {n_vocab}")
@@ -133,7 +100,8 @@ def main():
     step, seen, epoch_order, cursor = 0, 0, rng.permutation(n_rows), 0
     loss_log = open(os.path.join(args.out, "loss.tsv"), "w")
     loss_log.write("step\tseconds\ttokens\tloss\theld_out_loss\tlr\n")
-    running = None
+    # The mean training loss since the last log line, summed on the device (no sync per step).
+    loss_sum, loss_count = torch.zeros((), device=device), 0
     while True:
         elapsed = time.time() - train_start
         if elapsed >= budget or (args.max_steps and step >= args.max_steps):
@@ -155,19 +123,23 @@ def main():
         opt.step()
         step += 1
         seen += args.batch * args.seq
-        value = loss.item() if step % 10 == 0 or step < 10 else None
-        if value is not None:
-            running = value if running is None else 0.9 * running + 0.1 * value
+        loss_sum += loss.detach()
+        loss_count += 1
         if step % 100 == 0 or step in (1, 10, 50):
             with torch.no_grad():
                 held = batch_loss(net, tuple(a[:args.batch] for a in test_rows), device, autocast).item()
-            loss_log.write(f"{step}\t{time.time() - train_start:.1f}\t{seen}\t{running:.4f}\t{held:.4f}\t{lr:.6f}\n")
+            mean = loss_sum.item() / loss_count
+            loss_sum.zero_()
+            loss_count = 0
+            seconds = time.time() - train_start
+            loss_log.write(f"{step}\t{seconds:.1f}\t{seen}\t{mean:.4f}\t{held:.4f}\t{lr:.6f}\n")
             loss_log.flush()
-            log(args.out, f"step {step} {time.time() - train_start:.0f}s loss {running:.4f} held-out {held:.4f} "
-                          f"lr {lr:.2e} {seen / max(time.time() - train_start, 1e-9):.0f} tok/s")
+            log(args.out, f"step {step} {seconds:.0f}s loss {mean:.4f} held-out {held:.4f} lr {lr:.2e} "
+                          f"{seen / max(seconds, 1e-9):.0f} tok/s")
     log(args.out, f"trained {step} steps, {seen} tokens in {time.time() - train_start:.1f} s; total {time.time() - start:.1f} s")
     net.to("cpu")
-    save_weights(net, args.out, {"steps": step, "tokens": seen, "parameters": n_params,
+    tensors = {k: v.detach().float().numpy() for k, v in net.state_dict().items()}
+    weights.save(args.out, config, tensors, {"steps": step, "tokens": seen, "parameters": n_params,
                                  "conversations": args.conversations, "seed": args.seed})
     log(args.out, f"weights written; total {time.time() - start:.1f} s")
 
