@@ -52,7 +52,7 @@ def main():
     p.add_argument("--batch", type=int, default=128, help="rows per step")
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--warmup", type=int, default=200)
-    p.add_argument("--workers", type=int, default=os.cpu_count())
+    p.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="corpus processes (default: the CPUs this process may run on)")
     p.add_argument("--resume", help="directory of weights to start from (a previous run's output)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = p.parse_args()
