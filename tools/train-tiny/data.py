@@ -59,7 +59,7 @@ def pack(conversations, seq_len, pad_id, rng):
         used += n
     n_rows = row + 1
     src = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    within = np.arange(lengths.sum()) - np.repeat(src, lengths)
+    within = (np.arange(lengths.sum()) - np.repeat(src, lengths)).astype(np.int32)
     where = np.repeat(dest, lengths) + within
     flat_ids = np.concatenate(ids)
     flat_trained = np.concatenate(trained)
@@ -67,13 +67,14 @@ def pack(conversations, seq_len, pad_id, rng):
     next_trained = np.zeros_like(flat_trained)
     next_trained[:-1] = flat_trained[1:]
     next_trained[src + lengths - 1] = False
-    tokens = np.full(n_rows * seq_len, pad_id, dtype=np.int64)
-    positions = np.zeros(n_rows * seq_len, dtype=np.int64)
-    doc = np.full(n_rows * seq_len, -1, dtype=np.int64)
+    # int32 halves the memory traffic here; the trainer widens on the device.
+    tokens = np.full(n_rows * seq_len, pad_id, dtype=np.int32)
+    positions = np.zeros(n_rows * seq_len, dtype=np.int32)
+    doc = np.full(n_rows * seq_len, -1, dtype=np.int32)
     weight = np.zeros(n_rows * seq_len, dtype=np.float32)
     tokens[where] = flat_ids
     positions[where] = within
-    doc[where] = np.repeat(np.arange(len(ids)), lengths)
+    doc[where] = np.repeat(np.arange(len(ids), dtype=np.int32), lengths)
     weight[where] = next_trained
     shape = (n_rows, seq_len)
     return tokens.reshape(shape), positions.reshape(shape), doc.reshape(shape), weight.reshape(shape)

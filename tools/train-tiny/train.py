@@ -32,6 +32,7 @@ def log(out, text):
 
 def batch_loss(net, batch, device, autocast):
     tokens, positions, doc, weight = (torch.from_numpy(a).to(device, non_blocking=True) for a in batch)
+    tokens, positions, doc = tokens.long(), positions.long(), doc.long()
     with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=autocast):
         logits = net(tokens, positions, doc)
     target = torch.roll(tokens, -1, dims=1)
@@ -46,7 +47,7 @@ def main():
     p.add_argument("--preset", choices=sorted(geometry.PRESETS), default="tiny")
     p.add_argument("--minutes", type=float, default=7.0, help="wall-clock budget of the training loop")
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: by time only)")
-    p.add_argument("--conversations", type=int, default=1_500_000)
+    p.add_argument("--conversations", type=int, default=1_000_000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--seq", type=int, default=512)
     p.add_argument("--batch", type=int, default=128, help="rows per step")
