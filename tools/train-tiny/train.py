@@ -24,6 +24,9 @@ import model as gemma
 import weights
 
 
+SAVE_SECONDS = 120
+
+
 def log(out, text):
     print(text, flush=True)
     with open(os.path.join(out, "train.log"), "a") as f:
@@ -101,6 +104,14 @@ def main():
     step, seen, epoch_order, cursor = 0, 0, rng.permutation(n_rows), 0
     loss_log = open(os.path.join(args.out, "loss.tsv"), "w")
     loss_log.write("step\tseconds\ttokens\tloss\theld_out_loss\tlr\n")
+    def save():
+        tensors = {k: v.detach().float().cpu().numpy() for k, v in net.state_dict().items()}
+        weights.save(args.out, config, tensors, {"steps": step, "tokens": seen, "parameters": n_params,
+                                                 "conversations": args.conversations, "seed": args.seed})
+
+    # Weights are also written every SAVE_SECONDS, so that a run cut short (a crash, the device's
+    # time limit) still brings back its latest weights.
+    last_save = time.time()
     # The mean training loss since the last log line, summed on the device (no sync per step).
     loss_sum, loss_count = torch.zeros((), device=device), 0
     while True:
@@ -137,11 +148,11 @@ def main():
             loss_log.flush()
             log(args.out, f"step {step} {seconds:.0f}s loss {mean:.4f} held-out {held:.4f} lr {lr:.2e} "
                           f"{seen / max(seconds, 1e-9):.0f} tok/s")
+            if time.time() - last_save > SAVE_SECONDS:
+                save()
+                last_save = time.time()
     log(args.out, f"trained {step} steps, {seen} tokens in {time.time() - train_start:.1f} s; total {time.time() - start:.1f} s")
-    net.to("cpu")
-    tensors = {k: v.detach().float().numpy() for k, v in net.state_dict().items()}
-    weights.save(args.out, config, tensors, {"steps": step, "tokens": seen, "parameters": n_params,
-                                 "conversations": args.conversations, "seed": args.seed})
+    save()
     log(args.out, f"weights written; total {time.time() - start:.1f} s")
 
 
