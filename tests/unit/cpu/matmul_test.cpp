@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "hwy_targets.h"
+#include "random_weights.h"
 
 namespace channel::cpu {
 namespace {
@@ -35,66 +36,9 @@ struct Shape {
 // the f32 vectors of any width.
 constexpr Shape kShapes[] = {{13, 256, 1}, {16, 96, 3}, {40, 64, 17}, {67, 64, 17}, {8, 200, 2}};
 
-// A weight matrix and the bytes behind it.
-struct TestMatrix {
-  std::vector<uint8_t> bytes;
-  WeightMatrix w;
-};
-
-// Random finite fp16 of magnitude 2^-5 .. 2^6 and either sign: a wide but not degenerate spread,
-// so that every block contributes to a row's sum.
-uint16_t random_f16(std::mt19937& rng) {
-  const uint16_t sign = static_cast<uint16_t>(rng() & 1u) << 15;
-  const uint16_t exponent = static_cast<uint16_t>(10 + rng() % 11);
-  return static_cast<uint16_t>(sign | exponent << 10 | (rng() & 0x3ffu));
-}
-
-float random_value(std::mt19937& rng) {
-  std::normal_distribution<float> normal;
-  return normal(rng) * std::exp2(static_cast<float>(static_cast<int>(rng() % 9) - 4));
-}
-
-TestMatrix random_matrix(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng) {
-  TestMatrix m;
-  m.w = WeightMatrix{type, nullptr, cols, rows, ggml_row_bytes(type, cols)};
-  m.bytes.resize(rows * m.w.row_bytes);
-  const size_t block_bytes = ggml_type_traits(type).block_bytes;
-  for (size_t offset = 0; offset < m.bytes.size(); offset += block_bytes) {
-    uint8_t* p = &m.bytes[offset];
-    switch (type) {
-      case GgmlType::Q4_0:
-      case GgmlType::Q8_0: {
-        const uint16_t scale = random_f16(rng);
-        std::memcpy(p, &scale, sizeof(scale));
-        for (size_t i = sizeof(scale); i < block_bytes; ++i) p[i] = static_cast<uint8_t>(rng());  // any nibbles / int8
-        break;
-      }
-      case GgmlType::F16: {
-        const uint16_t value = random_f16(rng);
-        std::memcpy(p, &value, sizeof(value));
-        break;
-      }
-      case GgmlType::BF16: {
-        const uint16_t value = f32_to_bf16(random_value(rng));
-        std::memcpy(p, &value, sizeof(value));
-        break;
-      }
-      case GgmlType::F32: {
-        const float value = random_value(rng);
-        std::memcpy(p, &value, sizeof(value));
-        break;
-      }
-    }
-  }
-  m.w.data = m.bytes.data();
-  return m;
-}
-
-std::vector<float> random_activations(int64_t n, std::mt19937& rng) {
-  std::vector<float> x(n);
-  for (float& v : x) v = random_value(rng);
-  return x;
-}
+using testing::random_activations;
+using testing::random_matrix;
+using testing::TestMatrix;
 
 std::vector<float> run_matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tokens, int threads = 2) {
   ThreadPool pool(threads);

@@ -1,6 +1,5 @@
-// Random GGUF matrices and activations, and running the matrix kernels on them, for the kernel
-// tests. The generators follow tests/unit/cpu/matmul_test.cpp: wide but finite magnitudes of
-// both signs, so that every block and every value contributes.
+// Running the matrix kernels on random GGUF matrices and activations (tests/support/random_weights.h,
+// shared with the CPU matrix tests), for the kernel tests.
 #pragma once
 
 #include <cmath>
@@ -16,73 +15,18 @@
 #include "gpu_test_support.h"
 #include "model/ggml_type.h"
 #include "model/weight_matrix.h"
+#include "random_weights.h"
 
 namespace channel::vulkan::testing {
 
 constexpr double kUnitRoundoff = 0x1p-24;  // f32
 constexpr uint32_t kPoison = 0x7fc00bad;     // a NaN no kernel writes (theirs is 0x7fc00000)
 
-// Finite fp16 of magnitude 2^-5 .. 2^6, either sign.
-inline uint16_t random_f16(std::mt19937& rng) {
-  const uint16_t sign = static_cast<uint16_t>(rng() & 1u) << 15;
-  const uint16_t exponent = static_cast<uint16_t>(10 + rng() % 11);
-  return static_cast<uint16_t>(sign | exponent << 10 | (rng() & 0x3ffu));
-}
-
-// Normal values scaled by 2^-4 .. 2^4; never zero.
-inline float random_value(std::mt19937& rng) {
-  std::normal_distribution<float> normal;
-  float v = 0.0f;
-  while (v == 0.0f) v = normal(rng) * std::exp2(static_cast<float>(static_cast<int>(rng() % 9) - 4));
-  return v;
-}
-
-struct TestMatrix {
-  std::vector<uint8_t> bytes;
-  WeightMatrix w;  // w.data points into bytes
-};
-
-inline TestMatrix random_matrix(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng) {
-  TestMatrix m;
-  m.w = WeightMatrix{type, nullptr, cols, rows, ggml_row_bytes(type, cols)};
-  m.bytes.resize(rows * m.w.row_bytes);
-  const size_t block_bytes = ggml_type_traits(type).block_bytes;
-  for (size_t offset = 0; offset < m.bytes.size(); offset += block_bytes) {
-    uint8_t* p = &m.bytes[offset];
-    switch (type) {
-      case GgmlType::Q4_0:
-      case GgmlType::Q8_0: {
-        const uint16_t scale = random_f16(rng);
-        std::memcpy(p, &scale, sizeof(scale));
-        for (size_t i = sizeof(scale); i < block_bytes; ++i) p[i] = static_cast<uint8_t>(rng());
-        break;
-      }
-      case GgmlType::F16: {
-        const uint16_t value = random_f16(rng);
-        std::memcpy(p, &value, sizeof(value));
-        break;
-      }
-      case GgmlType::BF16: {
-        const uint16_t value = f32_to_bf16(random_value(rng));
-        std::memcpy(p, &value, sizeof(value));
-        break;
-      }
-      case GgmlType::F32: {
-        const float value = random_value(rng);
-        std::memcpy(p, &value, sizeof(value));
-        break;
-      }
-    }
-  }
-  m.w.data = m.bytes.data();
-  return m;
-}
-
-inline std::vector<float> random_activations(int64_t n, std::mt19937& rng) {
-  std::vector<float> x(n);
-  for (float& v : x) v = random_value(rng);
-  return x;
-}
+using channel::testing::random_activations;
+using channel::testing::random_f16;
+using channel::testing::random_matrix;
+using channel::testing::random_value;
+using channel::testing::TestMatrix;
 
 // sqrt(sum (got - want)^2 / sum want^2) over the n_tokens x n_out results (got: out_stride apart).
 inline double relative_l2(std::span<const float> got, int64_t out_stride, std::span<const float> want, int64_t n_out,
