@@ -9,7 +9,6 @@ fall below the threshold: a scorer that accepted anything would fail there.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

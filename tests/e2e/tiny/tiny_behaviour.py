@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 _ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 sys.path.insert(0, os.path.join(_ROOT, "clients", "python"))
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(_ROOT, "tools", "train-tiny"))
 
 import corpus  # noqa: E402  (the generator: held-out items and the tools it declares)
 from channel_client import Client, Content, Thought, Turn  # noqa: E402
-from channel_client.protocol import STOP_ELASTIC_YIELD, STOP_END_OF_TURN, STOP_TOOL_CALL  # noqa: E402
+from channel_client.protocol import STOP_ELASTIC_YIELD, STOP_TOOL_CALL  # noqa: E402
 
 TIMEOUT = 60.0
 # Greedy and without penalties: the model's own argmax, so the figures say what it learnt.
@@ -91,10 +91,6 @@ def fact_items(count: int, seed: int = SEED) -> List[corpus.Item]:
     pools = [held_out(kind, count, seed) for kind in FACT_KINDS]
     interleaved = [pool[i] for i in range(count) for pool in pools if i < len(pool)]
     return interleaved[:count]
-
-
-def words(text: str) -> List[str]:
-    return re.findall(r"[A-Za-z0-9:]+", text)
 
 
 def answer_has(answer: str, expect: str) -> bool:
@@ -216,7 +212,7 @@ def elastic(binary: str, model: str, count: int, seed: int = SEED) -> List[Dict[
     rows = []
     items = [it for kind in ("about_country", "about_animal", "mul", "add") for it in held_out(kind, count, seed)]
     for item in items:
-        with Engine(binary, model, max_tokens=256) as engine:
+        with Engine(binary, model) as engine:
             bursts = engine.ask(item.user, reason=item.key.split("|")[0] in ("mul", "add"))
         for burst in bursts:
             if burst.reason == STOP_ELASTIC_YIELD:
