@@ -42,15 +42,21 @@ def other(values, i):
 
 
 class HeldOut(unittest.TestCase):
-    def test_yes_no_probe(self):
-        rows = tb.yes_no(BINARY, MODEL, COUNT)
+    def assert_probes(self, rows):
         self.assertEqual(len(rows), COUNT)
         good = [r for r in rows if r["right"] and r["confidence"] >= CONFIDENCE]
         misses = [r for r in rows if r not in good]
         self.assertGreaterEqual(len(good), SHARE * COUNT, misses)
-        # Scored against the opposite answers, the same probes must fail the threshold.
-        flipped = [r for r in rows if r["picked"] != r["expect"] and r["confidence"] >= CONFIDENCE]
-        self.assertLess(len(flipped), SHARE * COUNT)
+        # Scored against wrong answers (any other candidate), the same probes must fail the threshold.
+        wrong = [r for r in rows if r["picked"] != r["expect"] and r["confidence"] >= CONFIDENCE]
+        self.assertLess(len(wrong), SHARE * COUNT)
+
+    def test_yes_no_probe(self):
+        self.assert_probes(tb.yes_no(BINARY, MODEL, COUNT))
+
+    def test_choice_probe(self):
+        # Not one of issue 11's criteria: the yes/no thresholds, for the corpus's A/B/C questions.
+        self.assert_probes(tb.choice(BINARY, MODEL, COUNT))
 
     def test_factual_answers_and_no_thought_in_plain_turns(self):
         rows = tb.facts(BINARY, MODEL, COUNT)

@@ -102,16 +102,27 @@ def answer_has(answer: str, expect: str) -> bool:
 # Measurements.
 
 
-def yes_no(binary: str, model: str, count: int, seed: int = SEED) -> List[Dict[str, Any]]:
-    """Discrete probes over the candidates Yes and No, between turns (the chat template)."""
+def discrete_probes(binary: str, model: str, kind: str, candidates: Sequence[str], count: int,
+                    seed: int = SEED) -> List[Dict[str, Any]]:
+    """Discrete probes over `candidates`, between turns (the chat template), on held-out items
+    of `kind` whose answer is one of them."""
     rows = []
     with Engine(binary, model) as engine:
-        for item in held_out("yesno", count, seed):
-            result = engine.client.probe(item.user, ["Yes", "No"], timeout=TIMEOUT)
-            picked = ["Yes", "No"][result.winning_idx]
+        for item in held_out(kind, count, seed):
+            result = engine.client.probe(item.user, list(candidates), timeout=TIMEOUT)
+            picked = candidates[result.winning_idx]
             rows.append({"question": item.user, "expect": item.expect, "picked": picked,
                          "confidence": result.confidence, "right": picked == item.expect})
     return rows
+
+
+def yes_no(binary: str, model: str, count: int, seed: int = SEED) -> List[Dict[str, Any]]:
+    return discrete_probes(binary, model, "yesno", ("Yes", "No"), count, seed)
+
+
+def choice(binary: str, model: str, count: int, seed: int = SEED) -> List[Dict[str, Any]]:
+    """A/B/C questions: the options are in the prompt, the answer is a letter."""
+    return discrete_probes(binary, model, "choice", ("A", "B", "C"), count, seed)
 
 
 def facts(binary: str, model: str, count: int, seed: int = SEED, kinds: Sequence[str] = ()) -> List[Dict[str, Any]]:
@@ -255,6 +266,9 @@ def main() -> int:
     for r in rows:
         if not (r["right"] and r["confidence"] >= 0.8):
             print("   miss:", r)
+    rows = timed("choice", choice, args.count, args.seed)
+    print(f"  right with confidence >= 0.8: {sum(r['right'] and r['confidence'] >= 0.8 for r in rows)}/{len(rows)}; "
+          f"right: {sum(r['right'] for r in rows)}")
     rows = timed("facts", facts, args.count, args.seed)
     print(f"  right: {sum(r['right'] for r in rows)}/{len(rows)}; with thought frames: "
           f"{sum(r['thought_frames'] > 0 for r in rows)}")
