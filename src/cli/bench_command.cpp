@@ -95,6 +95,7 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
 void run_bench(BenchCliOptions& o) {
   o.bench.full_ring = !o.no_full_ring;
   o.bench.memory_scan_threads = o.backend.options.threads;
+  use_default_model_if_none(o.model_path);  // the table and the JSON name the model used
   auto model = load_model_verbose(o.model_path, chosen_load_conversion(o.quantization));
   const auto backend = make_chosen_backend(model, o.backend);
   const BenchmarkResult result = run_engine_benchmark(
@@ -109,7 +110,7 @@ void register_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchCliOptions>();
   CLI::App* bench = app.add_subcommand(
       "bench", "Measure prefill, decode (depth 0 and ring full), probe, snapshot and memory scan speed on random tokens");
-  add_model_option(*bench, "-m,--model", o->model_path)->required();
+  add_model_option_with_default(*bench, o->model_path);
   add_backend_options(*bench, o->backend);
   add_quantization_options(*bench, o->quantization);
   bench->add_option("-p,--prompt-tokens", o->bench.prompt_tokens, "prefill: tokens on a fresh stream")

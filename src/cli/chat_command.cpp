@@ -144,7 +144,9 @@ void run_snapshot_command(Session& session, std::string_view line) {
 }
 
 void chat(const ChatOptions& o) {
-  auto model = load_model_verbose(o.model_path, chosen_load_conversion(o.quantization));
+  std::string model_path = o.model_path;
+  use_default_model_if_none(model_path);
+  auto model = load_model_verbose(model_path, chosen_load_conversion(o.quantization));
   const auto backend = make_chosen_backend(model, o.backend);
   SessionConfig config;
   config.max_tokens = o.max_tokens;
@@ -196,7 +198,7 @@ void chat(const ChatOptions& o) {
 void register_chat_command(CLI::App& app) {
   auto o = std::make_shared<ChatOptions>();
   CLI::App* cmd = app.add_subcommand("chat", "Chat with a model on the terminal (Ctrl-C aborts a turn)");
-  add_model_option(*cmd, "-m,--model", o->model_path)->required();
+  add_model_option_with_default(*cmd, o->model_path);
   cmd->add_option("-n,--max-tokens", o->max_tokens, "response tokens per turn")->capture_default_str();
   cmd->add_option("--temp", o->temperature, "sampling temperature; 0 or less is greedy")->capture_default_str();
   cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();

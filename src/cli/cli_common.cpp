@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string_view>
 #include <thread>
@@ -121,6 +123,31 @@ std::shared_ptr<const Model> load_model_verbose(const std::string& path, const L
 CLI::Option* add_model_option(CLI::App& command, const std::string& name, std::string& path) {
   return command.add_option(name, path, "GGUF model file, or a Hugging Face model directory (config.json, tokenizer, safetensors)")
       ->check(CLI::ExistingPath);
+}
+
+std::string default_model_path() {
+  if (const char* path = std::getenv("CHANNEL_DEFAULT_MODEL"); path != nullptr && *path != '\0') return path;
+  return CHANNEL_DEFAULT_MODEL_PATH;
+}
+
+CLI::Option* add_model_option_with_default(CLI::App& command, std::string& path) {
+  return add_model_option(command, "-m,--model", path)
+      ->description(fmt::format("GGUF model file, or a Hugging Face model directory (config.json, tokenizer, "
+                                "safetensors). Default: channel-tiny, the small model trained by the project, at "
+                                "{} (models/channel-tiny.gguf of the source tree this binary was built from; the "
+                                "environment variable CHANNEL_DEFAULT_MODEL names another file)",
+                                CHANNEL_DEFAULT_MODEL_PATH));
+}
+
+void use_default_model_if_none(std::string& path) {
+  if (!path.empty()) return;
+  path = default_model_path();
+  if (!std::filesystem::exists(path)) {
+    fail("no --model given, and the default model {} is missing (models/channel-tiny.gguf is committed in the "
+         "source tree; CHANNEL_DEFAULT_MODEL or --model name another model)",
+         path);
+  }
+  fmt::print(stderr, "no --model given: using the default model channel-tiny, {}\n", path);
 }
 
 void add_backend_options(CLI::App& command, BackendChoice& choice) {

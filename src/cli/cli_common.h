@@ -50,6 +50,19 @@ std::unique_ptr<Backend> make_chosen_backend(std::shared_ptr<const Model> model,
 // Face model directory (Model::load tells them apart).
 CLI::Option* add_model_option(CLI::App& command, const std::string& name, std::string& path);
 
+// The model `run`, `chat`, `serve` and `bench` use without --model: channel-tiny, committed as
+// models/channel-tiny.gguf. The path is that of the source tree CMake configured this binary
+// from, so a build in any folder finds it with no download; the environment variable
+// CHANNEL_DEFAULT_MODEL names another file (for a binary that runs away from its source tree).
+std::string default_model_path();
+
+// -m,--model as add_model_option adds it, not required: --help says what is used without it.
+CLI::Option* add_model_option_with_default(CLI::App& command, std::string& path);
+
+// Leaves a given path as it is; an empty one becomes default_model_path(), with a line on stderr
+// naming it. A missing default file is an error that names it and says where it comes from.
+void use_default_model_if_none(std::string& path);
+
 // Writes ids space-separated on one line to stdout.
 void print_ids(const std::vector<int32_t>& ids);
 

@@ -34,7 +34,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 void run(const RunOptions& o) {
-  auto model = load_model_verbose(o.model_path, chosen_load_conversion(o.quantization));
+  std::string model_path = o.model_path;
+  use_default_model_if_none(model_path);
+  auto model = load_model_verbose(model_path, chosen_load_conversion(o.quantization));
   const ModelConfig& config = model->config();
   const Tokenizer tokenizer = Tokenizer::from_gguf(model->gguf());
   const std::string text = o.raw ? o.prompt : render_chat_turn(config.arch, o.prompt);
@@ -83,7 +85,7 @@ void run(const RunOptions& o) {
 void register_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* run_cmd = app.add_subcommand("run", "Stream a completion of a prompt");
-  add_model_option(*run_cmd, "-m,--model", o->model_path)->required();
+  add_model_option_with_default(*run_cmd, o->model_path);
   run_cmd->add_option("-p,--prompt", o->prompt, "the user's message (or the raw text with --raw)")->required();
   run_cmd->add_option("-n,--max-tokens", o->max_tokens, "most tokens to generate")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   run_cmd->add_option("--temp", o->temperature, "sampling temperature; 0 or less is greedy")->capture_default_str();

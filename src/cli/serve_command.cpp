@@ -1,5 +1,5 @@
-// `channel serve --model M` and the original engine's spelling `channel --model M --serve`:
-// the binary wire protocol on stdin/stdout (logs on stderr).
+// `channel serve [--model M]` and the original engine's spelling `channel [--model M] --serve`:
+// the binary wire protocol on stdin/stdout (logs on stderr). Without --model: channel-tiny.
 #include <fmt/format.h>
 
 #include "cli/cli_common.h"
@@ -46,9 +46,8 @@ void warn_unsupported(const ServeOptions& o, const CLI::App& app) {
   }
 }
 
-void add_serve_options(CLI::App& app, ServeOptions& o, bool model_required) {
-  auto* model = add_model_option(app, "-m,--model", o.model_path);
-  if (model_required) model->required();
+void add_serve_options(CLI::App& app, ServeOptions& o) {
+  add_model_option_with_default(app, o.model_path);
   app.add_option("-n,--max-tokens", o.max_tokens, "response tokens per decode burst (OP_SET_CONFIG can change it)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "sampler seed")->capture_default_str();
@@ -101,14 +100,15 @@ void configure_memory(Session& session, const EpisodicMemoryOptions& memory) {
 }
 
 int run_serve(const ServeOptions& o, const CLI::App& app) {
-  if (o.model_path.empty()) fail("--serve needs --model M");
   warn_unsupported(o, app);
   // Checked before the model loads, which takes a while.
   const LoadConversion conversion = chosen_load_conversion(o.quantization);
   const server::SnapshotPaths snapshot_paths =
       o.snapshot_dir.empty() ? server::SnapshotPaths() : server::SnapshotPaths(o.snapshot_dir);
   const EpisodicMemoryOptions memory = memory_options(o, app);
-  auto model = load_model_verbose(o.model_path, conversion);
+  std::string model_path = o.model_path;
+  use_default_model_if_none(model_path);
+  auto model = load_model_verbose(model_path, conversion);
   const auto backend = make_chosen_backend(model, o.backend);
   SessionConfig config;
   config.max_tokens = o.max_tokens;
@@ -130,7 +130,7 @@ int run_serve(const ServeOptions& o, const CLI::App& app) {
 void register_serve_command(CLI::App& app) {
   // The original's spelling: options on the top level plus --serve.
   auto top = std::make_shared<ServeOptions>();
-  add_serve_options(app, *top, /*model_required=*/false);
+  add_serve_options(app, *top);
   app.add_flag("--serve", top->serve, "serve the binary protocol on stdin/stdout (same as `channel serve`)");
   app.final_callback([top, &app] {
     if (top->serve && app.get_subcommands().empty()) std::exit(run_serve(*top, app));
@@ -138,7 +138,7 @@ void register_serve_command(CLI::App& app) {
 
   auto o = std::make_shared<ServeOptions>();
   CLI::App* serve = app.add_subcommand("serve", "Serve the original Channel wire protocol on stdin/stdout");
-  add_serve_options(*serve, *o, /*model_required=*/true);
+  add_serve_options(*serve, *o);
   serve->callback([o, serve] { std::exit(run_serve(*o, *serve)); });
 }
 
