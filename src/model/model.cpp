@@ -95,7 +95,8 @@ void bind_experts(const TensorBinder& bind, const ModelConfig& config, int il, E
   // llama.cpp would scale the gate and up products by these too; no converter writes them.
   for (const char* tensor : {"ffn_gate_exps", "ffn_up_exps"}) {
     if (bind.find(blk_scale(il, tensor))) {
-      fail("{}: tensor '{}' (a per-expert scale of the gate/up product) is not supported", bind.origin(), blk_scale(il, tensor));
+      fail("{}: tensor '{}' (a per-expert scale of the gate/up product) is not supported", bind.origin(),
+           blk_scale(il, tensor));
     }
   }
 }

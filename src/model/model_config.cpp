@@ -76,7 +76,9 @@ void read_experts(ModelConfig& config, const ArchKeys& keys, const GgufFile& fil
   constexpr int kMaxExperts = 1024;  // llama.cpp's LLAMA_MAX_EXPERTS
   const int64_t n_expert = keys.int_or("expert_count", 0);
   const int64_t n_used = uniform_per_layer_int(keys, "expert_used_count", config.n_layer);
-  if (n_expert < 0 || n_expert > kMaxExperts) fail("metadata '{}' = {} is out of range (0..{})", keys.key("expert_count"), n_expert, kMaxExperts);
+  if (n_expert < 0 || n_expert > kMaxExperts) {
+    fail("metadata '{}' = {} is out of range (0..{})", keys.key("expert_count"), n_expert, kMaxExperts);
+  }
   bool any_router = false;
   for (int il = 0; il < config.n_layer; ++il) {
     config.layers[il].moe = file.find_tensor(fmt::format("blk.{}.ffn_gate_inp.weight", il)) != nullptr;

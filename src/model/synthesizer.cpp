@@ -310,14 +310,14 @@ void set_metadata(const SynthOptions& o, const GgufFile& vocab, GgufWriter& w) {
 }
 
 // One MoE layer's tensors as llama.cpp's gemma4 converter writes them. The router's logits
-// have a spread of about 2 (its input has unit norm times router.scale), so that routing
+// have a spread of about 4 (its input has unit norm times router.scale), so that routing
 // decisions are rarely near-ties; the router stays F32 as llama.cpp's quantizer leaves it.
 void add_experts(ModelWriter& model, const SynthOptions& o, int il, float in_std) {
   const auto name = [il](const char* t, const char* kind = "weight") { return fmt::format("blk.{}.{}.{}", il, t, kind); };
   model.norm(name("pre_ffw_norm_2"), o.n_embd);
   model.norm(name("post_ffw_norm_1"), o.n_embd);
   model.norm(name("post_ffw_norm_2"), o.n_embd);
-  model.matrix(name("ffn_gate_inp"), GgmlType::F32, o.n_embd, o.n_expert, 2.0f);
+  model.matrix(name("ffn_gate_inp"), GgmlType::F32, o.n_embd, o.n_expert, 4.0f);
   model.norm(name("ffn_gate_inp", "scale"), o.n_embd);
   model.stacked_matrices(name("ffn_gate_up_exps"), o.weight_type, o.n_embd, 2 * int64_t{o.n_ff_exp}, o.n_expert, in_std);
   model.stacked_matrices(name("ffn_down_exps"), o.weight_type, o.n_ff_exp, o.n_embd, o.n_expert,
