@@ -303,7 +303,7 @@ void CpuBackend::route_to_experts(int il, int64_t n_tokens) {
     for (int64_t i = 0; i < n_embd; ++i) row[i] = row[i] * embd_scale * w.router_scale[i];
   }
   resize(router_logits_, n_tokens * config.n_expert);
-  matmul(w.router, normed_.data(), n_tokens, router_logits_.data(), pool_);
+  router_logits(w.router, normed_.data(), n_tokens, router_logits_.data(), pool_);
   route_tokens(router_logits_.data(), n_tokens, config.n_expert, config.n_expert_used, routing_);
 }
 

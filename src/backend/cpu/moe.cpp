@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "backend/cpu/accumulation.h"
 #include "backend/cpu/attention_detail.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
@@ -28,6 +29,34 @@ void softmax(const float* x, float* y, int n) {
   }
   const auto inverse = static_cast<float>(1.0 / sum);
   for (int j = 0; j < n; ++j) y[j] *= inverse;
+}
+
+// llamafile's tinyBLAS F32 kernel (AVX-512 build): 16 lanes, lane j adds w[i] * x[i] for i = j
+// mod 16 by FMA, then _mm512_reduce_add_ps.
+float dot_f32_tinyblas(const float* w, const float* x, int64_t n) {
+  float lanes[16] = {};
+  for (int64_t i = 0; i < n; i += 16) {
+    for (int j = 0; j < 16; ++j) lanes[j] = std::fma(w[i + j], x[i + j], lanes[j]);
+  }
+  return sum_16_lanes_in_reduce_order(lanes);
+}
+
+// ggml_vec_dot_f32 (AVX-512 build): four sets of 16 lanes take the four 16-value parts of each
+// 64 values by FMA; sets 0+2 and 1+3, then the two, then _mm512_reduce_add_ps; the values past
+// the last 64 are added as rounded products.
+float dot_f32_vec_dot(const float* w, const float* x, int64_t n) {
+  float sets[4][16] = {};
+  const int64_t whole = n / 64 * 64;
+  for (int64_t i = 0; i < whole; i += 64) {
+    for (int s = 0; s < 4; ++s) {
+      for (int j = 0; j < 16; ++j) sets[s][j] = std::fma(w[i + 16 * s + j], x[i + 16 * s + j], sets[s][j]);
+    }
+  }
+  float lanes[16];
+  for (int j = 0; j < 16; ++j) lanes[j] = (sets[0][j] + sets[2][j]) + (sets[1][j] + sets[3][j]);
+  float sum = sum_16_lanes_in_reduce_order(lanes);
+  for (int64_t i = whole; i < n; ++i) sum += w[i] * x[i];
+  return sum;
 }
 
 // Groups the (token, choice) pairs by expert: expert e's rows of the grouped buffers are
@@ -79,6 +108,23 @@ void down_products(const ExpertWeights& w, int n_expert, int n_ff_exp, int64_t n
 }
 
 }  // namespace
+
+void router_logits(const WeightMatrix& router, const float* x, int64_t n_tokens, float* out, ThreadPool& pool) {
+  if (router.type != GgmlType::F32) return matmul(router, x, n_tokens, out, pool);
+  const int64_t n_embd = router.cols;
+  const int64_t n_expert = router.rows;
+  // llamafile_sgemm takes 2+ tokens, and its F32 kernel rows in fours and k in sixteens.
+  const bool tiled = n_tokens >= 2 && n_expert % 4 == 0 && n_embd % 16 == 0;
+  pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t e = 0; e < n_expert; ++e) {
+        const auto* w = reinterpret_cast<const float*>(router.row(e));
+        const float* input = x + t * n_embd;
+        out[t * n_expert + e] = tiled ? dot_f32_tinyblas(w, input, n_embd) : dot_f32_vec_dot(w, input, n_embd);
+      }
+    }
+  });
+}
 
 void route_tokens(const float* logits, int64_t n_tokens, int n_expert, int n_used, Routing& out) {
   // ggml clamps the sum of the chosen probabilities to the smallest normal f16 before dividing.

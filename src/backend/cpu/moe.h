@@ -21,6 +21,14 @@ struct Routing {
   std::vector<float> weights;    // [n_tokens][n_used], their probabilities renormalised to sum 1
 };
 
+// The router's logits ([n_tokens][n_expert]) of n_tokens inputs of n_embd values. An F32 router
+// (as llama.cpp's converter and quantizer leave it) adds in the exact order of the reference
+// llama.cpp build (AVX-512): tinyBLAS for 2+ tokens where the expert count is a multiple of 4
+// and n_embd of 16, ggml_vec_dot_f32 otherwise. Routing turns last-bit differences in these
+// logits into different expert weights, which quantized activations downstream amplify; other
+// router types go through matmul.
+void router_logits(const WeightMatrix& router, const float* x, int64_t n_tokens, float* out, ThreadPool& pool);
+
 // Routes n_tokens tokens from their router logits ([n_tokens][n_expert]) to their n_used most
 // probable experts. Of experts with equal probabilities the lower index is taken first (ggml
 // sorts with std::sort, which leaves the order of ties unspecified).

@@ -55,7 +55,7 @@ TEST(MoeRouting, ManyExpertsTiesAndAllExperts) {
   EXPECT_NEAR(routing.weights[1], 0.25, 1e-6);
 }
 
-// F32 matrices of `rows` x 32 held by the test, all zero but the entries set.
+// F32 matrices of `rows` x `cols` held by the test, all zero but the entries set.
 struct TestMatrix {
   std::vector<float> values;
   WeightMatrix view;
@@ -137,6 +137,34 @@ TEST_F(MoeExperts, SeparateGateAndUpGiveTheSame) {
   w.down = down.view;
   w.down_scale = {0.5f, 2.0f};
   expect_hand_computed(run(w));
+}
+
+// The router's F32 products, in both of llama.cpp's orders (one token, or an expert count not a
+// multiple of 4: ggml_vec_dot_f32, whose 64-value sets leave 16 of these 80 values over; 2+
+// tokens and 4 experts: tinyBLAS): small integers, so every order gives the exact dot product.
+TEST(MoeRouterLogits, AreTheDotProductsInEitherOrder) {
+  constexpr int64_t kEmbd = 80;
+  for (int64_t n_expert : {3, 4}) {
+    TestMatrix router(n_expert, kEmbd);
+    std::vector<float> x(2 * kEmbd);
+    for (int64_t i = 0; i < kEmbd; ++i) {
+      for (int64_t e = 0; e < n_expert; ++e) router.at(e, i) = static_cast<float>((i * (e + 1)) % 7 - 3);
+      x[i] = static_cast<float>(i % 5 - 2);
+      x[kEmbd + i] = static_cast<float>(i % 3);
+    }
+    ThreadPool pool(2);
+    for (int64_t n_tokens : {1, 2}) {
+      std::vector<float> out(static_cast<size_t>(n_tokens * n_expert), -1.0f);
+      router_logits(router.view, x.data(), n_tokens, out.data(), pool);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t e = 0; e < n_expert; ++e) {
+          float expected = 0.0f;
+          for (int64_t i = 0; i < kEmbd; ++i) expected += router.at(e, i) * x[t * kEmbd + i];
+          EXPECT_EQ(out[t * n_expert + e], expected) << n_expert << " experts, token " << t << " of " << n_tokens;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
