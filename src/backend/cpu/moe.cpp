@@ -31,9 +31,15 @@ void softmax(const float* x, float* y, int n) {
   for (int j = 0; j < n; ++j) y[j] *= inverse;
 }
 
+// The router's dot products are scalar code in llama.cpp's lane order. FMA is exact wherever it
+// runs, so these are compiled once more for CPUs with FMA, where std::fma is one
+// instruction and the 16 lanes vectorize, instead of a libm call per product; the results are
+// the same bits on every clone.
+#define CHANNEL_FMA_CLONES __attribute__((target_clones("fma", "default")))
+
 // llamafile's tinyBLAS F32 kernel (AVX-512 build): 16 lanes, lane j adds w[i] * x[i] for i = j
 // mod 16 by FMA, then _mm512_reduce_add_ps.
-float dot_f32_tinyblas(const float* w, const float* x, int64_t n) {
+CHANNEL_FMA_CLONES float dot_f32_tinyblas(const float* w, const float* x, int64_t n) {
   float lanes[16] = {};
   for (int64_t i = 0; i < n; i += 16) {
     for (int j = 0; j < 16; ++j) lanes[j] = std::fma(w[i + j], x[i + j], lanes[j]);
@@ -44,7 +50,7 @@ float dot_f32_tinyblas(const float* w, const float* x, int64_t n) {
 // ggml_vec_dot_f32 (AVX-512 build): four sets of 16 lanes take the four 16-value parts of each
 // 64 values by FMA; sets 0+2 and 1+3, then the two, then _mm512_reduce_add_ps; the values past
 // the last 64 are added as rounded products.
-float dot_f32_vec_dot(const float* w, const float* x, int64_t n) {
+CHANNEL_FMA_CLONES float dot_f32_vec_dot(const float* w, const float* x, int64_t n) {
   float sets[4][16] = {};
   const int64_t whole = n / 64 * 64;
   for (int64_t i = 0; i < whole; i += 64) {
