@@ -18,6 +18,26 @@
 namespace channel::cli {
 namespace {
 
+// "none", or e.g. "128, 8 per token, FFN 704 each, in 30 of 30 layers (gate/up fused, output scales)".
+std::string expert_summary(const Model& model) {
+  const ModelConfig& c = model.config();
+  if (!c.has_experts()) return "none";
+  int moe_layers = 0;
+  const ExpertWeights* first = nullptr;
+  for (const LayerWeights& w : model.layers()) {
+    if (!w.experts) continue;
+    ++moe_layers;
+    if (!first) first = &*w.experts;
+  }
+  std::string summary = fmt::format("{}, {} per token, FFN {} each, in {} of {} layers", c.n_expert, c.n_expert_used,
+                                    c.n_ff_exp, moe_layers, c.n_layer);
+  if (first) {
+    summary += fmt::format(" (gate/up {}, {})", first->fused_gate_up() ? "fused" : "separate",
+                           first->down_scale.empty() ? "no output scales" : "output scales");
+  }
+  return summary;
+}
+
 void print_model_info(const std::string& path) {
   auto model = Model::load(path);
   const ModelConfig& c = model->config();
@@ -36,6 +56,7 @@ void print_model_info(const std::string& path) {
                                                                    : std::string("none"));
   fmt::print("KV layers:     {} of {}{}\n", c.n_kv_layers, c.n_layer,
              c.n_kv_layers == c.n_layer ? "" : fmt::format(" ({} KV-shared)", c.n_layer - c.n_kv_layers));
+  fmt::print("experts:       {}\n", expert_summary(*model));
   fmt::print("\n{:>5} {:>8} {:>6} {:>8} {:>9} {:>6} {:>5} {:>10} {:>10} {:>6} {:>6} {:>5}\n", "layer", "type", "heads",
              "kv heads", "head dim", "ffn", "rot", "rope base", "rope scale", "v=k", "scale", "kv");
   for (int il = 0; il < c.n_layer; ++il) {
@@ -77,7 +98,7 @@ struct SynthCliOptions {
   std::string embedding_type;  // empty: --type, or the preset's
   uint64_t seed = 1;
   int layers = 0, embd = 0, heads = 0, kv_heads = 0, kv_heads_global = 0, head_dim = 0, head_dim_global = 0, ffn = 0,
-      window = 0, period = 0, per_layer_embd = 0, kv_shared = 0;
+      window = 0, period = 0, per_layer_embd = 0, kv_shared = 0, experts = 0, experts_used = 0, expert_ffn = 0;
   std::optional<float> rotary_fraction, rope_scaling;
   bool global_v = false, no_layer_output_scale = false;
   std::vector<std::string> script;
@@ -128,13 +149,19 @@ void run_synth(const SynthCliOptions& o) {
   set(o.period, s.sliding_period);
   set(o.per_layer_embd, s.n_embd_per_layer);
   set(o.kv_shared, s.n_kv_shared);
+  set(o.experts, s.n_expert);
+  set(o.experts_used, s.n_expert_used);
+  set(o.expert_ffn, s.n_ff_exp);
+  if (s.n_expert > 0 && s.n_ff_exp == 0) s.n_ff_exp = s.n_ff / 2;
   if (s.arch == ModelArch::Gemma3) {
     // Gemma 3 has one head geometry for all layers.
     if (o.kv_heads_global || o.head_dim_global) fail("--kv-heads-global and --head-dim-global apply to gemma4 only");
     s.n_head_kv_global = s.n_head_kv;
     s.head_dim_global = s.head_dim;
-    if (o.rotary_fraction || o.global_v || o.no_layer_output_scale || o.per_layer_embd || o.kv_shared) {
-      fail("--rotary-fraction, --global-v, --no-layer-output-scale, --ple and --kv-shared apply to gemma4 only");
+    if (o.rotary_fraction || o.global_v || o.no_layer_output_scale || o.per_layer_embd || o.kv_shared || o.experts ||
+        o.experts_used || o.expert_ffn) {
+      fail("--rotary-fraction, --global-v, --no-layer-output-scale, --ple, --kv-shared and the expert flags apply to "
+           "gemma4 only");
     }
   } else if (o.rope_scaling) {
     fail("--rope-scaling applies to gemma3 only");
@@ -227,6 +254,12 @@ void register_model_commands(CLI::App& app) {
                     "gemma4 E-model: the last N layers reuse earlier layers' KV (attention.shared_kv_layers; they "
                     "have no attn_k/attn_v and a double-wide FFN, as Gemma 4 E2B; default 0). Layer "
                     "layers-N-1 must be global and layers-N-2 sliding where shared layers of that type exist");
+  synth->add_option("--experts", o->experts,
+                    "gemma4 mixture of experts (26B-A4B's layout): every layer routes each token to --experts-used "
+                    "of this many experts beside its dense FFN (expert_count; default 0: a dense model)");
+  synth->add_option("--experts-used", o->experts_used, "gemma4 MoE: experts per token (expert_used_count)");
+  synth->add_option("--expert-ffn", o->expert_ffn,
+                    "gemma4 MoE: hidden size of each expert (expert_feed_forward_length; default half of --ffn)");
   synth->add_option("--rope-scaling", o->rope_scaling,
                     "gemma3: linear RoPE scaling factor of global layers (default 8; 0: none, as Gemma 3 1B)");
   synth->add_option("--script", o->script,

@@ -34,6 +34,13 @@ uint64_t model_fingerprint(const Model& model) {
     add_float(hash, layer.rope_base);
     add_float(hash, layer.rope_freq_scale);
   }
+  // The experts routed per token are metadata only, beside a tensor table that does not change
+  // with them. Dense models hash nothing here, so their fingerprints are the ones they had.
+  if (c.has_experts()) {
+    for (int64_t value : {int64_t{c.n_expert}, int64_t{c.n_expert_used}, int64_t{c.n_ff_exp}}) {
+      hash.update_u64(static_cast<uint64_t>(value));
+    }
+  }
   const GgufFile& file = model.gguf();
   hash.update_u64(file.tensors().size());
   for (const GgufTensorInfo& tensor : file.tensors()) {

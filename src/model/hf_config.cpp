@@ -149,15 +149,18 @@ void refuse_unsupported(const JsonObject& hparams, ModelArch arch) {
   }
   for (const char* key : {"num_experts", "num_local_experts"}) {
     if (hparams.optional_integer(key).value_or(0) > 0) {
-      fail("{}: this is a mixture-of-experts model ({} = {}), which Channel does not support", hparams.where(), key,
-           *hparams.optional_integer(key));
+      fail("{}: this is a mixture-of-experts model ({} = {}), which Channel reads as GGUF only (convert it with "
+           "llama.cpp's convert_hf_to_gguf.py)",
+           hparams.where(), key, *hparams.optional_integer(key));
     }
   }
   if (hparams.optional_string("use_bidirectional_attention") == "all") {
     fail("{}: use_bidirectional_attention = \"all\" makes an encoder, not a causal language model", hparams.where());
   }
   if (hparams.optional_boolean("enable_moe_block").value_or(false)) {
-    fail("{}: this is a mixture-of-experts model (enable_moe_block), which Channel does not support", hparams.where());
+    fail("{}: this is a mixture-of-experts model (enable_moe_block), which Channel reads as GGUF only (convert it "
+         "with llama.cpp's convert_hf_to_gguf.py)",
+         hparams.where());
   }
   if (arch == ModelArch::Gemma3) {
     if (hparams.has("attn_logit_softcapping")) {

@@ -15,7 +15,10 @@ WeightRole weight_role_of(std::string_view tensor_name) {
     return WeightRole::TokenEmbedding;
   }
   if (tensor_name == "output.weight") return WeightRole::Output;
-  if (tensor_name == "per_layer_model_proj.weight") return WeightRole::KeptAsStored;
+  // llama.cpp's quantizer never quantizes these: per_layer_model_proj, and MoE routers (ffn_gate_inp).
+  if (tensor_name == "per_layer_model_proj.weight" || tensor_name.ends_with(".ffn_gate_inp.weight")) {
+    return WeightRole::KeptAsStored;
+  }
   return WeightRole::Linear;
 }
 

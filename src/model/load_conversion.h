@@ -15,8 +15,8 @@ namespace channel {
 enum class WeightRole {
   TokenEmbedding,  // token_embd and the E-models' per_layer_token_embd
   Output,          // output.weight, where a model has one
-  Linear,          // every other 2-D layer matrix: attention q/k/v/o, FFN gate/up/down, per-layer gate/proj
-  KeptAsStored,    // per_layer_model_proj: llama.cpp never quantizes it
+  Linear,          // every other layer matrix: attention q/k/v/o, FFN gate/up/down (experts' too), per-layer gate/proj
+  KeptAsStored,    // per_layer_model_proj and MoE routers (ffn_gate_inp): llama.cpp never quantizes them
 };
 
 WeightRole weight_role_of(std::string_view tensor_name);

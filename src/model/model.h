@@ -19,6 +19,29 @@
 
 namespace channel {
 
+// A Gemma 4 MoE layer's routed experts and the norms around them, as llama.cpp's gemma4 graph
+// uses them (src/models/gemma4.cpp). Each expert matrix is one 3-D GGUF tensor viewed as its
+// experts' matrices stacked: expert e's rows are rows [e * r, (e + 1) * r) of the view, for the r
+// rows of one expert (expert_rows).
+struct ExpertWeights {
+  std::vector<float> pre_norm_2;      // pre_ffw_norm_2: [n_embd], the experts' input norm
+  std::vector<float> post_norm_1;     // post_ffw_norm_1: [n_embd], on the dense (shared) FFN's output
+  std::vector<float> post_norm_2;     // post_ffw_norm_2: [n_embd], on the experts' weighted sum
+  WeightMatrix router;                // ffn_gate_inp: n_embd -> n_expert
+  std::vector<float> router_scale;    // ffn_gate_inp.scale: [n_embd], on the router's input
+  // Either gate_up (fused: per expert 2 * n_ff_exp rows, gate rows first) or gate and up.
+  WeightMatrix gate_up;               // ffn_gate_up_exps: n_embd -> 2 * n_ff_exp, per expert
+  WeightMatrix gate;                  // ffn_gate_exps: n_embd -> n_ff_exp, per expert
+  WeightMatrix up;                    // ffn_up_exps: n_embd -> n_ff_exp, per expert
+  WeightMatrix down;                  // ffn_down_exps: n_ff_exp -> n_embd, per expert
+  std::vector<float> down_scale;      // ffn_down_exps.scale: [n_expert] (empty: 1), on each expert's output
+
+  bool fused_gate_up() const { return gate_up.data != nullptr; }
+};
+
+// Expert `e`'s matrix within a stacked expert tensor of n_expert experts.
+WeightMatrix expert_rows(const WeightMatrix& stacked, int n_expert, int e);
+
 struct LayerWeights {
   std::vector<float> attn_norm;       // [n_embd]
   WeightMatrix wq;                    // n_embd -> n_head * head_dim
@@ -39,6 +62,8 @@ struct LayerWeights {
   WeightMatrix per_layer_gate;        // per_layer_inp_gate: n_embd -> n_embd_per_layer
   WeightMatrix per_layer_proj;        // n_embd_per_layer -> n_embd
   std::vector<float> per_layer_post_norm;  // [n_embd]
+  // Gemma 4 MoE layers only (LayerConfig::moe); ffn_* above is then the dense (shared) FFN.
+  std::optional<ExpertWeights> experts;
 };
 
 // Gemma 4 E-models: the inputs of every layer's per-layer embedding block, made once per token

@@ -56,9 +56,50 @@ int checked_positive(int64_t value, std::string_view what, int64_t limit = 1 << 
   return static_cast<int>(value);
 }
 
-void refuse_unsupported_gemma4_features(const ArchKeys& keys, const GgufFile& file) {
-  if (keys.int_or("expert_count", 0) > 0 || file.find_tensor("blk.0.ffn_gate_inp.weight")) {
-    fail("this is a Gemma 4 mixture-of-experts model, which Channel does not support yet");
+// A value that llama.cpp reads as one integer or a per-layer array (get_key_or_arr) but whose
+// gemma4 graph uses only one value of for every layer (layer 0's): refused unless uniform.
+int64_t uniform_per_layer_int(const ArchKeys& keys, std::string_view suffix, int n_layer) {
+  const std::vector<int64_t> values = keys.per_layer_ints(suffix, n_layer, {0});
+  for (int64_t v : values) {
+    if (v != values.front()) {
+      fail("metadata '{}' differs between layers ({} and {}); llama.cpp's gemma4 graph uses one value for all",
+           keys.key(suffix), values.front(), v);
+    }
+  }
+  return values.front();
+}
+
+// Gemma 4 mixture of experts, with llama.cpp's keys and checks. A layer is an MoE layer when it
+// has a router (ffn_gate_inp), as llama.cpp decides per layer; its experts' width and count come
+// from the metadata.
+void read_experts(ModelConfig& config, const ArchKeys& keys, const GgufFile& file) {
+  constexpr int kMaxExperts = 1024;  // llama.cpp's LLAMA_MAX_EXPERTS
+  const int64_t n_expert = keys.int_or("expert_count", 0);
+  const int64_t n_used = uniform_per_layer_int(keys, "expert_used_count", config.n_layer);
+  if (n_expert < 0 || n_expert > kMaxExperts) {
+    fail("metadata '{}' = {} is out of range (0..{})", keys.key("expert_count"), n_expert, kMaxExperts);
+  }
+  bool any_router = false;
+  for (int il = 0; il < config.n_layer; ++il) {
+    config.layers[il].moe = file.find_tensor(fmt::format("blk.{}.ffn_gate_inp.weight", il)) != nullptr;
+    any_router = any_router || config.layers[il].moe;
+  }
+  if (n_expert == 0) {
+    if (any_router) fail("the model has expert routers (ffn_gate_inp) but no metadata '{}'", keys.key("expert_count"));
+    if (n_used != 0) fail("metadata '{}' = {} without experts", keys.key("expert_used_count"), n_used);
+    return;
+  }
+  if (n_used <= 0 || n_used > n_expert) {
+    fail("metadata '{}' = {} must be in 1..{} (the expert count)", keys.key("expert_used_count"), n_used, n_expert);
+  }
+  if (keys.int_or("expert_group_count", 0) > 1) {
+    fail("metadata '{}' > 1: grouped expert selection is not supported", keys.key("expert_group_count"));
+  }
+  config.n_expert = static_cast<int>(n_expert);
+  config.n_expert_used = static_cast<int>(n_used);
+  if (any_router) {
+    config.n_ff_exp = checked_positive(uniform_per_layer_int(keys, "expert_feed_forward_length", config.n_layer),
+                                       keys.key("expert_feed_forward_length"));
   }
 }
 
@@ -125,12 +166,11 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   } else if (config.arch_name == "gemma4") {
     config.arch = ModelArch::Gemma4;
   } else {
-    fail("architecture '{}' is not supported: Channel runs gemma3 and dense gemma4 models", config.arch_name);
+    fail("architecture '{}' is not supported: Channel runs gemma3 and gemma4 models", config.arch_name);
   }
   if (const GgufValue* name = file.find("general.name")) config.model_name = std::string(name->as_string("general.name"));
 
   const ArchKeys keys(file, config.arch_name);
-  if (config.arch == ModelArch::Gemma4) refuse_unsupported_gemma4_features(keys, file);
 
   config.n_layer = checked_positive(keys.require_int("block_count"), keys.key("block_count"), 4096);
   config.n_embd = checked_positive(keys.require_int("embedding_length"), keys.key("embedding_length"));
@@ -204,6 +244,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
     const int64_t per_layer = keys.int_or("embedding_length_per_layer_input", 0);
     if (per_layer != 0) config.n_embd_per_layer = checked_positive(per_layer, keys.key("embedding_length_per_layer_input"));
     share_kv_layers(config, keys.int_or("attention.shared_kv_layers", 0), keys.key("attention.shared_kv_layers"));
+    read_experts(config, keys, file);
   }
 
   if (config.arch == ModelArch::Gemma3) {

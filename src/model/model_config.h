@@ -1,5 +1,5 @@
-// The hyperparameters of a Gemma 3 or dense Gemma 4 text decoder (E-models included), read from
-// GGUF metadata alone (the same keys and defaults llama.cpp uses), with everything per layer
+// The hyperparameters of a Gemma 3 or Gemma 4 text decoder (E-models and mixture-of-experts
+// models included), read from GGUF metadata (the same keys and defaults llama.cpp uses), with everything per layer
 // resolved up front so the forward pass never branches on the architecture for geometry.
 #pragma once
 
@@ -26,6 +26,9 @@ struct LayerConfig {
   // The layer whose KV this layer attends over: itself, or for a Gemma 4 E-model's KV-shared
   // layer the earlier layer of the same type that llama.cpp reuses (the shared layer writes none).
   int kv_layer = 0;
+  // Gemma 4 mixture-of-experts layer: routed experts beside the dense (shared) FFN. llama.cpp
+  // makes a layer one by the presence of its router tensor, ffn_gate_inp.
+  bool moe = false;
 };
 
 struct ModelConfig {
@@ -46,14 +49,20 @@ struct ModelConfig {
   // Layers 0..n_kv_layers-1 own a KV cache; the rest (Gemma 4 E-models' KV-shared layers) read
   // the cache of their kv_layer. Equal to n_layer when no layer shares.
   int n_kv_layers = 0;
+  // Gemma 4 mixture of experts (26B-A4B): expert_count experts of expert_feed_forward_length
+  // hidden units each, expert_used_count of them routed per token. 0 for dense models.
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;
   std::vector<LayerConfig> layers;
 
   // Reads and checks the configuration; throws channel::Error naming the key or the feature
-  // when the model is malformed or is one this engine cannot run (MoE, other architectures).
+  // when the model is malformed or is one this engine cannot run (other architectures).
   static ModelConfig from_gguf(const GgufFile& file);
 
   bool owns_kv(int il) const { return il < n_kv_layers; }
   bool has_per_layer_embeddings() const { return n_embd_per_layer > 0; }
+  bool has_experts() const { return n_expert > 0; }
 
   int max_head_dim() const;
   int max_kv_width() const;      // max over layers of n_head_kv * head_dim

@@ -51,6 +51,13 @@ class ModelWriter {
   }
 
   // Norm weights as Gemma stores them in GGUF (effective scale, around `center`).
+  // n_stacked matrices of `rows` x `cols` in one 3-D tensor (an MoE layer's experts), drawn as
+  // one matrix of n_stacked * rows rows.
+  void stacked_matrices(const std::string& name, GgmlType type, int64_t cols, int64_t rows, int64_t n_stacked,
+                        float stddev) {
+    writer_.add_shared_tensor(name, type, {cols, rows, n_stacked}, encode(name, type, cols, rows * n_stacked, stddev, {}));
+  }
+
   void norm(const std::string& name, int64_t n, float center = 1.0f) {
     const auto v = values(name, n, [center](SplitMix64& r) { return center * (1.0f + 0.1f * r.normal()); });
     writer_.add_tensor(name, GgmlType::F32, {n}, quantize_row(GgmlType::F32, v));
@@ -121,6 +128,16 @@ void check_e_model_geometry(const SynthOptions& o) {
   }
 }
 
+void check_expert_geometry(const SynthOptions& o) {
+  if (o.n_expert == 0 && o.n_expert_used == 0 && o.n_ff_exp == 0) return;
+  if (o.arch != ModelArch::Gemma4) fail("synth: experts are a gemma4 feature");
+  if (o.n_expert <= 0 || o.n_expert_used <= 0 || o.n_expert_used > o.n_expert) {
+    fail("synth: {} experts with {} per token: need 1 <= experts used <= experts", o.n_expert, o.n_expert_used);
+  }
+  if (o.n_ff_exp <= 0) fail("synth: the expert FFN size must be positive (got {})", o.n_ff_exp);
+  if (!o.script.empty()) fail("synth: a scripted model has no experts");
+}
+
 void check_geometry(const SynthOptions& o) {
   auto positive = [](int v, const char* what) {
     if (v <= 0) fail("synth: {} must be positive (got {})", what, v);
@@ -144,11 +161,12 @@ void check_geometry(const SynthOptions& o) {
     if (!(o.rotary_fraction > 0.0f && o.rotary_fraction <= 1.0f)) fail("synth: rotary fraction must be in (0, 1]");
   }
   check_e_model_geometry(o);
+  check_expert_geometry(o);
   // Quantized rows hold whole blocks of 32: every matrix row length must be a multiple of it.
   for (GgmlType type : {o.weight_type, o.embedding_type}) {
     const int64_t block = ggml_type_traits(type).block_elements;
     for (int64_t cols : {int64_t{o.n_embd}, int64_t{o.n_ff}, int64_t{o.n_head} * o.head_dim,
-                         int64_t{o.n_head} * o.head_dim_global, int64_t{o.n_embd_per_layer}}) {
+                         int64_t{o.n_head} * o.head_dim_global, int64_t{o.n_embd_per_layer}, int64_t{o.n_ff_exp}}) {
       if (cols % block != 0) {
         fail("synth: a row of {} values cannot be stored as {} (blocks of {}); choose sizes that are multiples of {}",
              cols, ggml_type_traits(type).name, block, block);
@@ -265,6 +283,11 @@ void set_metadata(const SynthOptions& o, const GgufFile& vocab, GgufWriter& w) {
     w.set(key("attention.value_length_swa"), GgufValue::u32(o.head_dim));
     w.set(key("attention.shared_kv_layers"), GgufValue::u32(o.n_kv_shared));
     w.set(key("embedding_length_per_layer_input"), GgufValue::u32(o.n_embd_per_layer));
+    if (o.n_expert > 0) {
+      w.set(key("expert_count"), GgufValue::u32(o.n_expert));
+      w.set(key("expert_used_count"), GgufValue::u32(o.n_expert_used));
+      w.set(key("expert_feed_forward_length"), GgufValue::u32(o.n_ff_exp));
+    }
     w.set(key("final_logit_softcapping"), GgufValue::f32(30.0f));
     w.set(key("rope.dimension_count"), GgufValue::u32(o.head_dim_global));
     w.set(key("rope.dimension_count_swa"), GgufValue::u32(o.head_dim));
@@ -284,6 +307,24 @@ void set_metadata(const SynthOptions& o, const GgufFile& vocab, GgufWriter& w) {
   for (const auto& [k, v] : vocab.metadata()) {
     if (k.starts_with("tokenizer.")) w.set(k, v);
   }
+}
+
+// One MoE layer's tensors as llama.cpp's gemma4 converter writes them. The router's logits
+// have a spread of about 4 (its input has unit norm times router.scale), so that routing
+// decisions are rarely near-ties; the router stays F32 as llama.cpp's quantizer leaves it.
+void add_experts(ModelWriter& model, const SynthOptions& o, int il, float in_std) {
+  const auto name = [il](const char* t, const char* kind = "weight") { return fmt::format("blk.{}.{}.{}", il, t, kind); };
+  model.norm(name("pre_ffw_norm_2"), o.n_embd);
+  model.norm(name("post_ffw_norm_1"), o.n_embd);
+  model.norm(name("post_ffw_norm_2"), o.n_embd);
+  model.matrix(name("ffn_gate_inp"), GgmlType::F32, o.n_embd, o.n_expert, 4.0f);
+  model.norm(name("ffn_gate_inp", "scale"), o.n_embd);
+  model.stacked_matrices(name("ffn_gate_up_exps"), o.weight_type, o.n_embd, 2 * int64_t{o.n_ff_exp}, o.n_expert, in_std);
+  model.stacked_matrices(name("ffn_down_exps"), o.weight_type, o.n_ff_exp, o.n_embd, o.n_expert,
+                         1.0f / std::sqrt(static_cast<float>(o.n_ff_exp)));
+  model.f32(name("ffn_down_exps", "scale"), model.values(name("ffn_down_exps", "scale"), o.n_expert, [](SplitMix64& r) {
+    return static_cast<float>(0.5 + r.uniform());
+  }));
 }
 
 }  // namespace
@@ -443,6 +484,7 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     matrix("ffn_up", o.n_embd, n_ff, in_std);
     matrix("ffn_down", n_ff, o.n_embd, 1.0f / std::sqrt(static_cast<float>(n_ff)));
     post_norm(name("post_ffw_norm"));
+    if (o.n_expert > 0) add_experts(model, o, il, in_std);
     if (o.n_embd_per_layer > 0) {
       matrix("inp_gate", o.n_embd, o.n_embd_per_layer, in_std);
       matrix("proj", o.n_embd_per_layer, o.n_embd, 1.0f / std::sqrt(static_cast<float>(o.n_embd_per_layer)));

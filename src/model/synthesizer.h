@@ -42,6 +42,12 @@ struct SynthOptions {
   // assigns them, and have the double-wide FFN (2 * n_ff) of Gemma 4 E2B.
   int n_embd_per_layer = 0;
   int n_kv_shared = 0;
+  // Gemma 4 mixture of experts (26B-A4B's layout): with n_expert > 0 every layer routes each
+  // token to n_expert_used of n_expert experts of n_ff_exp hidden units (fused gate/up
+  // tensors, per-expert output scales), beside its dense FFN of n_ff.
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;
   // For benchmark models: every layer stores the matrices of the first layer of its type
   // (sliding or global), drawn and encoded once and held in memory once; norms and layer scalars
   // stay per layer. The file still holds each layer's own copy, so a forward pass moves the bytes

@@ -37,6 +37,16 @@ inline std::string write_small_vocab(const TempDir& dir, int n_tokens = 512) {
   return path;
 }
 
+// A Gemma 4 mixture of experts: every layer routes each token to 3 of 8 experts of 64 hidden units.
+inline SynthOptions moe_options(GgmlType type = GgmlType::F32) {
+  SynthOptions o = default_synth_options(ModelArch::Gemma4);
+  o.weight_type = o.embedding_type = type;
+  o.n_expert = 8;
+  o.n_expert_used = 3;
+  o.n_ff_exp = 64;
+  return o;
+}
+
 inline std::string synthesize(const TempDir& dir, SynthOptions options, const std::string& name) {
   if (options.vocab_path.empty()) options.vocab_path = write_small_vocab(dir);
   const std::string path = dir.file(name);

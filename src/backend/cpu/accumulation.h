@@ -58,6 +58,11 @@ inline Bf16Accumulation bf16_accumulation(const WeightMatrix& w, int64_t n_token
   return n_tokens >= 2 && w.cols % 32 == 0 ? Bf16Accumulation::kPairsTiled : Bf16Accumulation::kPairsVecDot;
 }
 
+// ggml's mul_mat_id (MoE experts) never takes the tinyBLAS path: ggml_vec_dot_bf16 for any tokens.
+inline Bf16Accumulation bf16_vec_dot_accumulation() {
+  return cpu_has_avx512_bf16() ? Bf16Accumulation::kPairsVecDot : Bf16Accumulation::kVectorLanes;
+}
+
 // _mm512_reduce_add_ps: halves added lane by lane, 16 -> 8 -> 4 -> 2 -> 1.
 inline float sum_16_lanes_in_reduce_order(const float (&lanes)[16]) {
   float s[8];

@@ -7,6 +7,7 @@
 #include "backend/backend_checks.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/moe.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/simd_target.h"
 #include "core/error.h"
@@ -17,6 +18,11 @@ namespace {
 
 void resize(std::vector<float>& buffer, int64_t n) {
   if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+}
+
+// RMSNorm of n_tokens rows of `width` values (in and out may be the same rows).
+void norm_rows(const float* in, float* out, int64_t n_tokens, int64_t width, float eps, std::span<const float> weight) {
+  for (int64_t t = 0; t < n_tokens; ++t) rms_norm(in + t * width, out + t * width, width, eps, weight);
 }
 
 }  // namespace
@@ -154,9 +160,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   const int64_t kv_width = int64_t{lc.n_head_kv} * head_dim;
 
   resize(normed_, n_tokens * n_embd);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    rms_norm(x_.data() + t * n_embd, normed_.data() + t * n_embd, n_embd, config.norm_eps, w.attn_norm);
-  }
+  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.attn_norm);
   // A KV-shared layer computes queries only and attends over its source layer's cache.
   const bool writes_kv = config.owns_kv(il);
   resize(q_, n_tokens * q_width);
@@ -242,21 +246,65 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
 }
 
 void CpuBackend::ffn_block(int il, int64_t n_tokens) {
+  if (model_->layers()[il].experts) {
+    moe_ffn(il, n_tokens);
+  } else {
+    dense_ffn(il, n_tokens);
+  }
+  add_normed_projection(model_->layers()[il].post_ffn_norm, n_tokens);
+}
+
+void CpuBackend::dense_ffn(int il, int64_t n_tokens) {
   const ModelConfig& config = model_->config();
   const LayerWeights& w = model_->layers()[il];
   const int64_t n_embd = config.n_embd;
   const int64_t n_ff = config.layers[il].n_ff;
 
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    rms_norm(x_.data() + t * n_embd, normed_.data() + t * n_embd, n_embd, config.norm_eps, w.ffn_norm);
-  }
+  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.ffn_norm);
   resize(gate_, n_tokens * n_ff);
   resize(up_, n_tokens * n_ff);
   matmul(w.ffn_gate, normed_.data(), n_tokens, gate_.data(), pool_);
   matmul(w.ffn_up, normed_.data(), n_tokens, up_.data(), pool_);
   geglu(gate_.data(), up_.data(), gate_.data(), n_tokens * n_ff);
+  resize(proj_, n_tokens * n_embd);
   matmul(w.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_);
-  add_normed_projection(w.post_ffn_norm, n_tokens);
+}
+
+// llama.cpp's gemma4 MoE layer: the dense FFN (the shared expert) and the routed experts both
+// read the attention block's output x_, each with its own norms, and their normed outputs add up.
+void CpuBackend::moe_ffn(int il, int64_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const ExpertWeights& w = *model_->layers()[il].experts;
+  const int64_t n_embd = config.n_embd;
+
+  dense_ffn(il, n_tokens);
+  norm_rows(proj_.data(), proj_.data(), n_tokens, n_embd, config.norm_eps, w.post_norm_1);
+
+  route_to_experts(il, n_tokens);
+  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.pre_norm_2);
+  resize(experts_out_, n_tokens * n_embd);
+  run_experts(w, config.n_expert, config.n_ff_exp, normed_.data(), n_tokens, routing_, experts_out_.data(),
+              expert_scratch_, pool_);
+  norm_rows(experts_out_.data(), experts_out_.data(), n_tokens, n_embd, config.norm_eps, w.post_norm_2);
+  for (int64_t i = 0; i < n_tokens * n_embd; ++i) proj_[i] += experts_out_[i];
+}
+
+// The router reads x_ through an unweighted RMSNorm scaled by 1/sqrt(n_embd) and by the
+// router's own scale vector, in that order (llama.cpp rounds after each step).
+void CpuBackend::route_to_experts(int il, int64_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const ExpertWeights& w = *model_->layers()[il].experts;
+  const int64_t n_embd = config.n_embd;
+  const float embd_scale = 1.0f / std::sqrt(static_cast<float>(n_embd));
+
+  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, {});
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    float* row = normed_.data() + t * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) row[i] = row[i] * embd_scale * w.router_scale[i];
+  }
+  resize(router_logits_, n_tokens * config.n_expert);
+  router_logits(w.router, normed_.data(), n_tokens, router_logits_.data(), pool_);
+  route_tokens(router_logits_.data(), n_tokens, config.n_expert, config.n_expert_used, routing_);
 }
 
 // x += RMSNorm(proj(gelu(gate(x)) * this layer's per-layer input)), as llama.cpp's gemma4 graph.

@@ -1,5 +1,5 @@
-// The CPU reference backend: the Gemma 3 / dense Gemma 4 decoder (E-models' per-layer embeddings
-// and KV-shared layers included) over GGUF weights, with the KV cache in f16 at fixed geometry
+// The CPU reference backend: the Gemma 3 / Gemma 4 decoder (E-models' per-layer embeddings and
+// KV-shared layers, and mixture-of-experts layers included) over GGUF weights, with the KV cache in f16 at fixed geometry
 // (kKvSlots slots per layer that owns KV, allocated once). Batched prefill and
 // single-token decode run the same code; work is split across a thread pool.
 #pragma once
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/moe.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
 
@@ -46,6 +47,9 @@ class CpuBackend final : public Backend {
   void prepare_per_layer_inputs(const Batch& batch);
   void attention_block(int il, const Batch& batch, const kv::SlotRuns& view_slots);
   void ffn_block(int il, int64_t n_tokens);
+  void dense_ffn(int il, int64_t n_tokens);  // into proj_
+  void moe_ffn(int il, int64_t n_tokens);    // into proj_
+  void route_to_experts(int il, int64_t n_tokens);
   void per_layer_embedding_block(int il, int64_t n_tokens);
   // proj_ rows RMS-normed with `norm` and added to the residual x_ (the sandwich norms).
   void add_normed_projection(std::span<const float> norm, int64_t n_tokens);
@@ -65,6 +69,10 @@ class CpuBackend final : public Backend {
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
   // E-models: every layer's per-layer embedding input, [n_layer][n_tokens][n_embd_per_layer].
   std::vector<float> per_layer_inputs_;
+  // MoE layers: the router's logits, the routing, the experts' summed output and their buffers.
+  std::vector<float> router_logits_, experts_out_;
+  Routing routing_;
+  ExpertScratch expert_scratch_;
 };
 
 }  // namespace channel::cpu

@@ -3,6 +3,8 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "backend/cpu/accumulation.h"
 #include "backend/cpu/activations.h"
@@ -29,20 +31,26 @@ void check_weights(const WeightMatrix& w) {
   }
 }
 
+// The job of one product, its activations prepared by the caller.
+DotRowsJob product_job(const WeightMatrix& w, const PreparedActivations& activations, float* out, int64_t out_stride) {
+  DotRowsJob job;
+  job.weights = &w;
+  job.accumulation = quant_accumulation(w);
+  job.bf16_accumulation = bf16_accumulation(w, activations.n_tokens());
+  job.activations = &activations;
+  job.out = out;
+  job.out_stride = out_stride;
+  return job;
+}
+
 // out[t * n_out + i] = dot(weight row (row_ids.empty() ? i : row_ids[i]), token t), i < n_out.
 void multiply(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> row_ids,
               int64_t n_out, float* out, ThreadPool& pool) {
   check_weights(w);
   if (n_tokens <= 0 || n_out <= 0) return;
   const PreparedActivations activations(w.type, x, n_tokens, w.cols);
-  DotRowsJob job;
-  job.weights = &w;
-  job.accumulation = quant_accumulation(w);
-  job.bf16_accumulation = bf16_accumulation(w, n_tokens);
-  job.activations = &activations;
+  DotRowsJob job = product_job(w, activations, out, n_out);
   job.row_ids = row_ids;
-  job.out = out;
-  job.out_stride = n_out;
   pool.parallel_for(
       n_out, [&job](int64_t begin, int64_t end) { dot_rows(job, begin, end); }, row_grain(w, n_tokens));
 }
@@ -51,6 +59,35 @@ void multiply(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool) {
   multiply(w, x, n_tokens, {}, w.rows, out, pool);
+}
+
+void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool) {
+  // One job per product; each split into row ranges of about kMinChunkWork (whole tiles), the
+  // ranges of all products shared out together.
+  std::vector<std::unique_ptr<PreparedActivations>> activations;
+  std::vector<DotRowsJob> jobs;
+  struct RowRange {
+    size_t job;
+    int64_t begin, end;
+  };
+  std::vector<RowRange> ranges;
+  activations.reserve(products.size());
+  jobs.reserve(products.size());
+  for (const MatmulProduct& p : products) {
+    check_weights(p.w);
+    if (p.n_tokens <= 0 || p.w.rows <= 0) continue;
+    activations.push_back(std::make_unique<PreparedActivations>(p.w.type, p.x, p.n_tokens, p.w.cols));
+    DotRowsJob job = product_job(p.w, *activations.back(), p.out, p.out_stride);
+    job.bf16_accumulation = bf16_vec_dot_accumulation();
+    jobs.push_back(job);
+    const int64_t grain = row_grain(p.w, p.n_tokens);
+    for (int64_t begin = 0; begin < p.w.rows; begin += grain) {
+      ranges.push_back({jobs.size() - 1, begin, std::min(begin + grain, p.w.rows)});
+    }
+  }
+  pool.parallel_for(static_cast<int64_t>(ranges.size()), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) dot_rows(jobs[ranges[i].job], ranges[i].begin, ranges[i].end);
+  });
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> rows,

@@ -26,6 +26,23 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out,
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> rows,
                  float* out, ThreadPool& pool);
 
+// One of several independent products run together by matmul_batch: out[t * out_stride + r] =
+// dot(row r of w, x + t * w.cols) for t < n_tokens, r < w.rows.
+struct MatmulProduct {
+  WeightMatrix w;
+  const float* x = nullptr;
+  int64_t n_tokens = 0;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+};
+
+// Runs independent products (the experts of an MoE layer, each over its own tokens) as one
+// parallel_for over all their row tiles, so that the threads share the whole set instead of
+// meeting at a barrier after each small product. The accumulation orders are those of ggml's
+// mul_mat_id, which computes every expert with the vec_dot kernels (BF16 too, where matmul
+// follows tinyBLAS for 2+ tokens) and Q4_0 experts repacked as matmul's Q4_0 matrices.
+void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool);
+
 // Converts row `row` of w to f32 (embedding lookup).
 void dequantize_row(const WeightMatrix& w, int64_t row, float* out);
 

@@ -134,9 +134,14 @@ uint32_t norm_quantize_workgroup(const DeviceInfo& info) {
   return std::min(1024u, info.max_workgroup_invocations);
 }
 
-// Gemma 4 E-models' per-layer embeddings and KV-shared layers have no kernels here yet: such a
-// model is refused before any device memory is taken.
+// Gemma 4 E-models' per-layer embeddings and KV-shared layers, and mixture-of-experts layers,
+// have no kernels here yet: such a model is refused before any device memory is taken.
 void refuse_unsupported_features(const ModelConfig& config) {
+  if (config.has_experts()) {
+    fail("Vulkan: this is a Gemma 4 mixture-of-experts model ({} experts, {} per token); the Vulkan backend does "
+         "not run those yet; use --backend cpu",
+         config.n_expert, config.n_expert_used);
+  }
   if (config.has_per_layer_embeddings()) {
     fail("Vulkan: this Gemma 4 E-model has per-layer embeddings (embedding_length_per_layer_input = {}), which the "
          "Vulkan backend does not run yet; use --backend cpu",

@@ -22,12 +22,18 @@ THRESHOLDS = {
 # The architectures the drivers compare: name -> `channel model synth` flags. gemma4e is a Gemma 4
 # E-model: with the synthesizer's 6 layers of period 3 (sliding 0, 1, 3, 4; global 2, 5),
 # per-layer embeddings of width 32 and the last 3 layers KV-shared (3 and 4 reuse layer 1's KV,
-# 5 reuses layer 2's, as llama.cpp assigns them), those with a double-wide FFN.
+# 5 reuses layer 2's, as llama.cpp assigns them), those with a double-wide FFN. gemma4moe is a
+# Gemma 4 mixture-of-experts model of the same 6 layers (26B-A4B's layout): every layer routes each
+# token to 3 of 8 experts of 128 hidden units beside its dense FFN of 256.
 ARCH_SYNTH_FLAGS = {
     "gemma3": ["--arch", "gemma3"],
     "gemma4": ["--arch", "gemma4"],
     "gemma4e": ["--arch", "gemma4", "--ple", "32", "--kv-shared", "3"],
+    "gemma4moe": ["--arch", "gemma4", "--experts", "8", "--experts-used", "3", "--expert-ffn", "128"],
 }
+
+# What the drivers run without --archs; gemma4moe is asked for by name (CTest logits_parity_moe).
+DEFAULT_ARCHS = ("gemma3", "gemma4", "gemma4e")
 
 
 def comma_list(convert):
@@ -42,7 +48,7 @@ def existing_file(text):
     return path
 
 
-def add_common_arguments(parser, report_name, archs=tuple(ARCH_SYNTH_FLAGS)):
+def add_common_arguments(parser, report_name, archs=DEFAULT_ARCHS):
     """The options both drivers take: the binaries, the vocabulary, the work folder, the weight types
     and architectures (`archs` by default), and the llama.cpp CPU variant."""
     parser.add_argument("--channel", required=True, type=existing_file, help="the channel binary")
@@ -51,7 +57,8 @@ def add_common_arguments(parser, report_name, archs=tuple(ARCH_SYNTH_FLAGS)):
     parser.add_argument("--workdir", required=True, type=Path, help=f"models, logits and {report_name} go here")
     parser.add_argument("--types", type=comma_list(str), default=list(THRESHOLDS), help="weight types")
     parser.add_argument("--archs", type=comma_list(str), default=list(archs),
-                        help=f"architectures: {', '.join(ARCH_SYNTH_FLAGS)} (gemma4e: a Gemma 4 E-model)")
+                        help=f"architectures: {', '.join(ARCH_SYNTH_FLAGS)} (gemma4e: a Gemma 4 E-model, gemma4moe: "
+                             f"a Gemma 4 mixture of experts; default {','.join(archs)})")
     parser.add_argument("--cpu-variant", default="reference",
                         help="llama.cpp CPU variant to compare against (default: reference, the best without AMX "
                              "or FP16 arithmetic)")

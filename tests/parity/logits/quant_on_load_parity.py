@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from parity_common import ARCH_SYNTH_FLAGS, comma_list, existing_file, labelled_ids, make_prompt, run, gguf_array_length
+from parity_common import ARCH_SYNTH_FLAGS, DEFAULT_ARCHS, comma_list, existing_file, labelled_ids, make_prompt, run, gguf_array_length
 
 # Channel's flags -> llama_oracle quantize arguments.
 CONVERSIONS = {
@@ -39,7 +39,7 @@ def parse_args():
     parser.add_argument("--oracle", required=True, type=existing_file, help="the llama_oracle binary")
     parser.add_argument("--vocab", required=True, type=existing_file, help="Gemma 4 vocabulary GGUF")
     parser.add_argument("--workdir", required=True, type=Path, help="models and logits go here")
-    parser.add_argument("--archs", type=comma_list(str), default=list(ARCH_SYNTH_FLAGS))
+    parser.add_argument("--archs", type=comma_list(str), default=list(DEFAULT_ARCHS))
     parser.add_argument("--conversions", type=comma_list(str), default=list(CONVERSIONS))
     parser.add_argument("--sources", type=comma_list(str), default=["f32"], help="stored types of the source models")
     parser.add_argument("--prompt-length", type=int, default=32)

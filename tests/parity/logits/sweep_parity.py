@@ -8,7 +8,8 @@ sliding and one for global layers), FFN widths that are odd multiples of 32, sli
 a prompt of 1-300 tokens; Gemma 4: partial or full rotation, V = K or an own V on global layers,
 layer output scales or none; Gemma 3: linear RoPE scaling or none; with --archs gemma4e too, Gemma 4
 E-models of 3-6 layers: per-layer embeddings of 16-64 and 1 or more KV-shared layers where llama.cpp's
-assignment allows). Channel synthesizes the model,
+assignment allows; with --archs gemma4moe, Gemma 4 mixtures of experts: 2-32 experts, 1-8 of them per
+token, expert FFN widths that are odd multiples of 32). Channel synthesizes the model,
 llama.cpp (its pinned CPU variant, see cpu_variants.h) and Channel evaluate the prompt, and the
 all-position logits are compared: rel L2 ||ours - ref|| / ||ref||, max |d| and argmax agreement.
 
@@ -40,7 +41,7 @@ ARGMAX_MIN_POSITIONS = 50  # a case's own argmax agreement is judged from this m
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    # E-models (gemma4e) only when asked for, so that the CI's 20 shapes stay the ones reported.
+    # E-models (gemma4e) and MoE (gemma4moe) only when asked for, so that the CI's 20 shapes stay the ones reported.
     add_common_arguments(parser, "sweep.md", archs=("gemma3", "gemma4"))
     parser.add_argument("--shapes", type=int, default=20, help="number of random shapes (cases 0..N-1)")
     parser.add_argument("--cases", type=comma_list(int), help="run only these case indices (to reproduce one)")
@@ -89,9 +90,12 @@ class Shape:
     rope_scaling: Optional[float] = None     # gemma3 only
     per_layer_embd: int = 0                  # gemma4e only
     kv_shared: int = 0                       # gemma4e only
+    experts: int = 0                         # gemma4moe only
+    experts_used: int = 0                    # gemma4moe only
+    expert_ffn: int = 0                      # gemma4moe only
 
     def gemma4(self):
-        return self.arch in ("gemma4", "gemma4e")
+        return self.arch in ("gemma4", "gemma4e", "gemma4moe")
 
     def synth_flags(self):
         flags = ["--arch", "gemma4" if self.gemma4() else "gemma3", "--type", self.wtype,
@@ -105,6 +109,8 @@ class Shape:
             flags += [] if self.layer_output_scale else ["--no-layer-output-scale"]
             if self.arch == "gemma4e":
                 flags += ["--ple", self.per_layer_embd, "--kv-shared", self.kv_shared]
+            if self.arch == "gemma4moe":
+                flags += ["--experts", self.experts, "--experts-used", self.experts_used, "--expert-ffn", self.expert_ffn]
         else:
             flags += ["--rope-scaling", self.rope_scaling]
         return [str(flag) for flag in flags]
@@ -117,6 +123,8 @@ class Shape:
                      f"{' V' if self.global_v else ' V=K'}{'' if self.layer_output_scale else ' no-scale'}")
             if self.arch == "gemma4e":
                 text += f" ple{self.per_layer_embd} shared{self.kv_shared}"
+            if self.arch == "gemma4moe":
+                text += f" x{self.experts}/{self.experts_used} effn{self.expert_ffn}"
         else:
             text += f" ropex{self.rope_scaling:g}"
         return text
@@ -192,6 +200,11 @@ def draw_shape(seed, index, archs, types):
             # Up to 64 per layer: per_layer_token_embd is 262144 rows of layers x width.
             shape.per_layer_embd = int(rng.choice([32, 64] if quantized else [16, 32, 48, 64]))
             shape.kv_shared = int(rng.choice([k for k in range(1, layers) if kv_sharing_allowed(layers, period, k)]))
+        if arch == "gemma4moe":
+            # Past 16 experts the router's softmax takes ggml's vector exponential.
+            shape.experts = int(rng.integers(2, 33))
+            shape.experts_used = int(rng.integers(1, min(8, shape.experts) + 1))
+            shape.expert_ffn = 32 * (2 * int(rng.integers(0, 8)) + 1)
     else:
         shape.rope_scaling = float(rng.choice([0.0, 8.0, round(rng.uniform(1.0, 16.0), 2)]))
     return shape

@@ -387,6 +387,31 @@ TEST_F(EModelSnapshotTest, RoundTripHoldsOnlyTheLayersWithKv) {
   EXPECT_EQ(snapshot.geometry.kv_widths, (std::vector<uint32_t>{2 * 32, 1 * 64}));
 }
 
+// A Gemma 4 mixture of experts (3 of 8 experts per token in every layer): the KV is a dense
+// model's, and a session continues after a load as it would have without the save.
+class MoeSnapshotTest : public SnapshotTest {
+ protected:
+  void configure(SynthOptions& o) override {
+    o.n_layer = 4;
+    o.n_expert = 8;
+    o.n_expert_used = 3;
+    o.n_ff_exp = 64;
+  }
+};
+
+TEST_F(MoeSnapshotTest, RoundTripAndTheExpertsPerTokenInTheFingerprint) {
+  ASSERT_TRUE(model_->config().has_experts());
+  auto session = make_session();
+  turn(*session, "Hello there");
+  expect_round_trip(*session, dir_.file("s.snap"));
+  // The same tensors routed to 2 experts per token compute another model: a snapshot of one must
+  // not load into the other.
+  SynthOptions two_per_token = options_;
+  two_per_token.n_expert_used = 2;
+  EXPECT_NE(model_fingerprint(*model_),
+            model_fingerprint(*Model::load(testing::synthesize(dir_, two_per_token, "two.gguf"))));
+}
+
 TEST_F(SnapshotTest, FingerprintTellsModelsApart) {
   SynthOptions other_seed = options_;
   other_seed.seed = 5;

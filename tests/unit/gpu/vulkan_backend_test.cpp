@@ -349,12 +349,9 @@ TEST(VulkanBackend, BadInputIsRefusedBeforeAnythingRuns) {
 }
 
 // The refusal comes before any device is opened, so it needs no Vulkan device.
-TEST(VulkanBackend, RefusesGemma4EModelsAtLoadNamingTheFeature) {
+TEST(VulkanBackend, RefusesGemma4EModelsAndMixturesOfExpertsAtLoadNamingTheFeature) {
   TempDir dir;
-  const auto expect_refused = [&dir](int per_layer_embd, int kv_shared, const std::string& feature) {
-    SynthOptions o = default_synth_options(ModelArch::Gemma4);
-    o.n_embd_per_layer = per_layer_embd;
-    o.n_kv_shared = kv_shared;
+  const auto expect_refused = [&dir](SynthOptions o, const std::string& feature) {
     const auto model = Model::load(testing::synthesize(dir, o, "e.gguf"));
     try {
       vulkan::VulkanBackend backend(model, vulkan::VulkanBackendOptions{});
@@ -364,8 +361,13 @@ TEST(VulkanBackend, RefusesGemma4EModelsAtLoadNamingTheFeature) {
       EXPECT_NE(std::string(e.what()).find("--backend cpu"), std::string::npos) << e.what();
     }
   };
-  expect_refused(32, 0, "per-layer embeddings");
-  expect_refused(0, 3, "KV-shared layers");
+  SynthOptions o = default_synth_options(ModelArch::Gemma4);
+  o.n_embd_per_layer = 32;
+  expect_refused(o, "per-layer embeddings");
+  o.n_embd_per_layer = 0;
+  o.n_kv_shared = 3;
+  expect_refused(o, "KV-shared layers");
+  expect_refused(testing::moe_options(), "mixture-of-experts model (8 experts, 3 per token)");
 }
 
 }  // namespace

@@ -25,9 +25,11 @@ TEST(WeightRoleOf, NamesLlamaCppsCategories) {
   EXPECT_EQ(weight_role_of("per_layer_token_embd.weight"), WeightRole::TokenEmbedding);
   EXPECT_EQ(weight_role_of("output.weight"), WeightRole::Output);
   EXPECT_EQ(weight_role_of("per_layer_model_proj.weight"), WeightRole::KeptAsStored);
+  EXPECT_EQ(weight_role_of("blk.3.ffn_gate_inp.weight"), WeightRole::KeptAsStored);  // MoE router
   for (const char* name : {"blk.0.attn_q.weight", "blk.3.attn_k.weight", "blk.3.attn_v.weight",
                            "blk.3.attn_output.weight", "blk.1.ffn_gate.weight", "blk.1.ffn_up.weight",
-                           "blk.1.ffn_down.weight", "blk.2.inp_gate.weight", "blk.2.proj.weight"}) {
+                           "blk.1.ffn_down.weight", "blk.2.inp_gate.weight", "blk.2.proj.weight",
+                           "blk.4.ffn_gate_up_exps.weight", "blk.4.ffn_down_exps.weight"}) {
     EXPECT_EQ(weight_role_of(name), WeightRole::Linear) << name;
   }
 }

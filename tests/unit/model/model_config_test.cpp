@@ -99,6 +99,38 @@ TEST(ModelConfig, Gemma4EModelSharesKvAndHasPerLayerEmbeddings) {
   EXPECT_EQ(model->per_layer_inputs().proj_norm.size(), 32u);
 }
 
+TEST(ModelConfig, Gemma4MixtureOfExpertsFromMetadataAndTensors) {
+  TempDir dir;
+  const SynthOptions o = testing::moe_options();
+  const auto model = Model::load(testing::synthesize(dir, o, "moe.gguf"));
+  const ModelConfig& c = model->config();
+  EXPECT_TRUE(c.has_experts());
+  EXPECT_EQ(c.n_expert, 8);
+  EXPECT_EQ(c.n_expert_used, 3);
+  EXPECT_EQ(c.n_ff_exp, 64);
+  for (int il = 0; il < c.n_layer; ++il) {
+    EXPECT_TRUE(c.layers[il].moe) << il;
+    EXPECT_EQ(c.layers[il].n_ff, o.n_ff) << "the dense (shared) FFN keeps its width: " << il;
+    const ExpertWeights& w = *model->layers()[il].experts;
+    EXPECT_EQ(w.router.rows, 8);
+    EXPECT_EQ(w.router.type, GgmlType::F32);
+    EXPECT_EQ(w.router_scale.size(), size_t(o.n_embd));
+    ASSERT_TRUE(w.fused_gate_up());
+    // The stacked experts: 8 of 2 * 64 rows, and expert 5 starts 5 * 128 rows in.
+    EXPECT_EQ(w.gate_up.rows, 8 * 128);
+    EXPECT_EQ(expert_rows(w.gate_up, 8, 5).rows, 128);
+    EXPECT_EQ(expert_rows(w.gate_up, 8, 5).data, w.gate_up.row(5 * 128));
+    EXPECT_EQ(w.down.cols, 64);
+    EXPECT_EQ(w.down.rows, 8 * o.n_embd);
+    EXPECT_EQ(w.down_scale.size(), 8u);
+    EXPECT_EQ(w.pre_norm_2.size(), size_t(o.n_embd));
+  }
+  // A dense model has none of it.
+  const auto dense = Model::load(testing::synthesize(dir, default_synth_options(ModelArch::Gemma4), "dense.gguf"));
+  EXPECT_FALSE(dense->config().has_experts());
+  EXPECT_FALSE(dense->layers()[0].experts.has_value());
+}
+
 // Rewrites a synthesized model with one metadata key changed.
 std::string with_key(const TempDir& dir, const std::string& source, const std::string& key, GgufValue value) {
   const GgufFile file = GgufFile::open(source);
@@ -140,7 +172,22 @@ TEST(ModelConfig, RefusesWhatItCannotRun) {
   for (int n : {2, 1, 1, 2, 2, 1}) kv_heads.push_back(GgufValue::i32(n));
   expect_refused(with_key(dir, e, "gemma4.attention.head_count_kv", GgufValue::array(GgufValueType::INT32, kv_heads)),
                  "KV-shared layer 3 has 2 KV heads of size 32 but layer 1");
-  expect_refused(with_key(dir, g4, "gemma4.expert_count", GgufValue::u32(128)), "mixture-of-experts");
+  // Experts without a count per token (llama.cpp asserts).
+  expect_refused(with_key(dir, g4, "gemma4.expert_count", GgufValue::u32(128)), "expert_used_count' = 0 must be in 1..128");
+  const std::string moe = testing::synthesize(dir, testing::moe_options(), "moe.gguf");
+  expect_refused(with_key(dir, moe, "gemma4.expert_count", GgufValue::u32(0)), "routers (ffn_gate_inp) but no metadata");
+  expect_refused(with_key(dir, moe, "gemma4.expert_used_count", GgufValue::u32(9)), "must be in 1..8");
+  expect_refused(with_key(dir, moe, "gemma4.expert_used_count", GgufValue::u32(0)), "must be in 1..8");
+  expect_refused(with_key(dir, moe, "gemma4.expert_count", GgufValue::u32(2000)), "out of range (0..1024)");
+  expect_refused(with_key(dir, moe, "gemma4.expert_count", GgufValue::u32(4)), "blk.0.ffn_gate_inp.weight' has shape 128x8");
+  expect_refused(with_key(dir, moe, "gemma4.expert_feed_forward_length", GgufValue::u32(32)),
+                 "ffn_gate_up_exps.weight' has shape 128x128x8 but the model configuration needs 128x64x8");
+  expect_refused(with_key(dir, moe, "gemma4.expert_feed_forward_length", GgufValue::u32(0)), "expert_feed_forward_length");
+  expect_refused(with_key(dir, moe, "gemma4.expert_group_count", GgufValue::u32(2)), "grouped expert selection");
+  std::vector<GgufValue> used;
+  for (int n : {3, 3, 2, 3, 3, 3}) used.push_back(GgufValue::i32(n));
+  expect_refused(with_key(dir, moe, "gemma4.expert_used_count", GgufValue::array(GgufValueType::INT32, used)),
+                 "differs between layers");
   expect_refused(with_key(dir, g4, "general.architecture", GgufValue::string("llama")), "architecture 'llama'");
   expect_refused(with_key(dir, g4, "gemma4.attention.head_count", GgufValue::u32(3)), "not a multiple");
   expect_refused(with_key(dir, g4, "gemma4.embedding_length", GgufValue::u32(64)), "has shape");
