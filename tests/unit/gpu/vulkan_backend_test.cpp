@@ -336,6 +336,15 @@ TEST(VulkanBackend, LongBatchAndSplitKvDecodeMatchTheCpu) {
   }
 }
 
+// Runs `check` on `dense` and on the E-model of geometry `e`.
+void check_dense_and_e_model(const TempDir& dir, std::shared_ptr<const Model> dense, const EGeometry& e,
+                             void (*check)(const std::shared_ptr<const Model>&)) {
+  for (const auto& model : {std::move(dense), Model::load(testing::synthesize(dir, e_model_options(e), "e.gguf"))}) {
+    SCOPED_TRACE(model->config().n_kv_layers == model->config().n_layer ? "dense" : "E-model");
+    check(model);
+  }
+}
+
 void expect_rotated_keys_match_the_cpu(const std::shared_ptr<const Model>& model) {
   VULKAN_BACKEND_OR_SKIP(gpu, model);
   cpu::CpuBackend cpu(model, 2);
@@ -375,11 +384,8 @@ void expect_rotated_keys_match_the_cpu(const std::shared_ptr<const Model>& model
 // layers and have none of their own to export).
 TEST(VulkanBackend, RotatedKeysComeBackBitExactAndMatchTheCpu) {
   TempDir dir;
-  for (const auto& model : {small_model(dir, ModelArch::Gemma4, GgmlType::F32),
-                            Model::load(testing::synthesize(dir, e_model_options(kEGeometries[0]), "e.gguf"))}) {
-    SCOPED_TRACE(model->config().n_kv_layers == model->config().n_layer ? "dense" : "E-model");
-    expect_rotated_keys_match_the_cpu(model);
-  }
+  check_dense_and_e_model(dir, small_model(dir, ModelArch::Gemma4, GgmlType::F32), kEGeometries[0],
+                          expect_rotated_keys_match_the_cpu);
 }
 
 void expect_imported_kv_continues_bit_identically(const std::shared_ptr<const Model>& model) {
@@ -403,11 +409,8 @@ void expect_imported_kv_continues_bit_identically(const std::shared_ptr<const Mo
 // A dense model and a quantized E-model (its snapshot holds the KV-owning layers only).
 TEST(VulkanBackend, ImportedKvContinuesBitIdentically) {
   TempDir dir;
-  for (const auto& model : {small_model(dir, ModelArch::Gemma3, GgmlType::Q4_0),
-                            Model::load(testing::synthesize(dir, e_model_options(kEGeometries[4]), "e.gguf"))}) {
-    SCOPED_TRACE(model->config().n_kv_layers == model->config().n_layer ? "dense" : "E-model");
-    expect_imported_kv_continues_bit_identically(model);
-  }
+  check_dense_and_e_model(dir, small_model(dir, ModelArch::Gemma3, GgmlType::Q4_0), kEGeometries[4],
+                          expect_imported_kv_continues_bit_identically);
 }
 
 TEST(VulkanBackend, CancelledForwardStopsBeforeItsLastLayer) {
