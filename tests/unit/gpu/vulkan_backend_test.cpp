@@ -1,8 +1,8 @@
-// The Vulkan backend against the CPU backend on synthesized models of many geometries: logits of
-// prefill (one-row and tiled attention, a batch longer than one device step) and of decode,
-// candidate rows, key rotation, KV export/import, a probe that displaces ring slots, and
-// cancellation. Each figure is compared on
-// fresh random weights; the thresholds are the Foundation's (rel L2 5e-3 for float weights, 2e-2
+// The Vulkan backend against the CPU backend on synthesized models of many geometries, dense and
+// Gemma 4 E-models (per-layer embeddings, KV-shared layers): logits of prefill (one-row and tiled
+// attention, a batch longer than one device step) and of decode, candidate rows, key rotation,
+// KV export/import, a probe that displaces ring slots, and cancellation. Each figure is compared
+// on fresh random weights; the thresholds are the Foundation's (rel L2 5e-3 for float weights, 2e-2
 // for quantized ones), and the measured values are printed.
 #include <gtest/gtest.h>
 
