@@ -265,6 +265,11 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   return config;
 }
 
+PerLayerInputScales ModelConfig::per_layer_input_scales() const {
+  return {1.0f / std::sqrt(static_cast<float>(n_embd)), std::sqrt(static_cast<float>(n_embd_per_layer)),
+          1.0f / std::sqrt(2.0f)};
+}
+
 int ModelConfig::max_head_dim() const {
   int m = 0;
   for (const auto& l : layers) m = std::max(m, l.head_dim);

@@ -31,6 +31,14 @@ struct LayerConfig {
   bool moe = false;
 };
 
+// Gemma 4 E-models: the scalars of the per-layer inputs in llama.cpp's gemma4 graph (the backends
+// apply them in its order: ops.h per_layer_input, per_layer_inputs.comp).
+struct PerLayerInputScales {
+  float projection = 1.0f;  // 1/sqrt(n_embd): the model projection, before its norm
+  float token = 1.0f;       // sqrt(n_embd_per_layer): the token's per-layer embedding row
+  float input = 1.0f;       // 1/sqrt(2): their sum
+};
+
 struct ModelConfig {
   ModelArch arch = ModelArch::Gemma3;
   std::string arch_name;         // "gemma3" / "gemma4"
@@ -63,6 +71,7 @@ struct ModelConfig {
   bool owns_kv(int il) const { return il < n_kv_layers; }
   bool has_per_layer_embeddings() const { return n_embd_per_layer > 0; }
   bool has_experts() const { return n_expert > 0; }
+  PerLayerInputScales per_layer_input_scales() const;
 
   int max_head_dim() const;
   int max_kv_width() const;      // max over layers of n_head_kv * head_dim

@@ -1,6 +1,7 @@
 // Conversion of f32 rows to the GGUF weight types, bit-exact with ggml's reference quantizers
 // (quantize_row_q4_0_ref, quantize_row_q8_0_ref, ggml_fp32_to_fp16/bf16). Used by the model
-// synthesizer and by tests; the hot-path activation quantizer lives with the CPU kernels.
+// synthesizer, by tests and (dequantize) by the Vulkan backend's per-layer embedding rows; the
+// hot-path activation quantizer lives with the CPU kernels.
 #pragma once
 
 #include <cstdint>

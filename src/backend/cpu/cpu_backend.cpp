@@ -117,18 +117,15 @@ void CpuBackend::embed(const Batch& batch) {
   }
 }
 
-// llama.cpp's gemma4 per-layer inputs, in its order of operations: the token's per-layer row
-// scaled by sqrt(n_embd_per_layer), plus the RMS-normed (per layer) projection of the scaled token
-// embedding scaled by 1/sqrt(n_embd) before the norm, the sum scaled by 1/sqrt(2).
+// llama.cpp's gemma4 per-layer inputs (ops.h per_layer_input): the model projection of all
+// tokens at once, then per token and layer its norm plus the token's own per-layer row.
 void CpuBackend::prepare_per_layer_inputs(const Batch& batch) {
   const ModelConfig& config = model_->config();
   const PerLayerInputWeights& w = model_->per_layer_inputs();
   const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
   const int64_t width = config.n_embd_per_layer;
   const int64_t all_layers = int64_t{config.n_layer} * width;
-  const float token_scale = std::sqrt(static_cast<float>(width));
-  const float projection_scale = 1.0f / std::sqrt(static_cast<float>(config.n_embd));
-  const float input_scale = 1.0f / std::sqrt(2.0f);
+  const PerLayerInputScales scales = config.per_layer_input_scales();
 
   // proj_ takes the projections of all tokens, gate_ one token's per-layer embedding row at a time.
   resize(proj_, n_tokens * all_layers);
@@ -139,12 +136,9 @@ void CpuBackend::prepare_per_layer_inputs(const Batch& batch) {
     float* token_rows = gate_.data();
     dequantize_row(w.token_embd, batch.tokens[t], token_rows);
     for (int il = 0; il < config.n_layer; ++il) {
-      float* projected = proj_.data() + t * all_layers + il * width;
-      for (int64_t i = 0; i < width; ++i) projected[i] *= projection_scale;
-      rms_norm(projected, projected, width, config.norm_eps, w.proj_norm);
-      const float* token_row = token_rows + il * width;
       float* input = per_layer_inputs_.data() + (int64_t{il} * n_tokens + t) * width;
-      for (int64_t i = 0; i < width; ++i) input[i] = (projected[i] + token_row[i] * token_scale) * input_scale;
+      per_layer_input(proj_.data() + t * all_layers + il * width, token_rows + il * width, input, width,
+                      config.norm_eps, w.proj_norm, scales);
     }
   }
 }

@@ -37,6 +37,13 @@ void geglu(const float* gate, const float* up, float* y, int64_t n) {
   }
 }
 
+void per_layer_input(float* projected, const float* token_row, float* y, int64_t n, float eps,
+                     std::span<const float> norm, const PerLayerInputScales& scales) {
+  for (int64_t i = 0; i < n; ++i) projected[i] *= scales.projection;
+  rms_norm(projected, projected, n, eps, norm);
+  for (int64_t i = 0; i < n; ++i) y[i] = (projected[i] + token_row[i] * scales.token) * scales.input;
+}
+
 void softcap(float* x, int64_t n, float cap) {
   const float inv = 1.0f / cap;
   for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "model/model_config.h"
 #include "model/rope.h"
 
 namespace channel::cpu {
@@ -16,6 +17,12 @@ void rms_norm(const float* x, float* y, int64_t n, float eps, std::span<const fl
 // y[i] = gelu_tanh(gate[i]) * up[i], with GELU evaluated through an f16 table as llama.cpp does
 // (input rounded to f16, output stored as f16).
 void geglu(const float* gate, const float* up, float* y, int64_t n);
+
+// One token's input of one layer's per-layer embedding block (Gemma 4 E-models), in llama.cpp's
+// gemma4 order: projected *= scales.projection (in place), then
+// y = (RMSNorm(projected) * norm + token_row * scales.token) * scales.input.
+void per_layer_input(float* projected, const float* token_row, float* y, int64_t n, float eps,
+                     std::span<const float> norm, const PerLayerInputScales& scales);
 
 // x[i] = cap * tanh(x[i] / cap).
 void softcap(float* x, int64_t n, float cap);

@@ -90,4 +90,12 @@ struct CopyRowsPush {
 };
 static_assert(sizeof(CopyRowsPush) == 40);
 
+struct PerLayerInputsPush {
+  uint64_t projected, token_rows, norm, dst;
+  uint32_t width, n_layer, n_tokens;
+  float eps, projection_scale, token_scale, input_scale;
+  uint32_t pad;
+};
+static_assert(sizeof(PerLayerInputsPush) == 64);
+
 }  // namespace channel::vulkan

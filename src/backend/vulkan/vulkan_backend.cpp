@@ -17,6 +17,7 @@
 #include "backend/vulkan/shader_push.h"
 #include "core/error.h"
 #include "model/gelu_table.h"
+#include "model/quantize.h"
 #include "model/rope.h"
 
 namespace channel::vulkan {
@@ -134,33 +135,26 @@ uint32_t norm_quantize_workgroup(const DeviceInfo& info) {
   return std::min(1024u, info.max_workgroup_invocations);
 }
 
-// Gemma 4 E-models' per-layer embeddings and KV-shared layers, and mixture-of-experts layers,
-// have no kernels here yet: such a model is refused before any device memory is taken.
+// Mixture-of-experts layers have no kernels here yet: such a model is refused before any device
+// memory is taken.
 void refuse_unsupported_features(const ModelConfig& config) {
   if (config.has_experts()) {
     fail("Vulkan: this is a Gemma 4 mixture-of-experts model ({} experts, {} per token); the Vulkan backend does "
          "not run those yet; use --backend cpu",
          config.n_expert, config.n_expert_used);
   }
-  if (config.has_per_layer_embeddings()) {
-    fail("Vulkan: this Gemma 4 E-model has per-layer embeddings (embedding_length_per_layer_input = {}), which the "
-         "Vulkan backend does not run yet; use --backend cpu",
-         config.n_embd_per_layer);
-  }
-  if (config.n_kv_layers != config.n_layer) {
-    fail("Vulkan: this Gemma 4 E-model has KV-shared layers (attention.shared_kv_layers = {}), which the Vulkan "
-         "backend does not run yet; use --backend cpu",
-         config.n_layer - config.n_kv_layers);
-  }
 }
 
 }  // namespace
 
 struct VulkanBackend::LayerWeights {
-  DeviceMatrix wq, wk, wo, gate, up, down;
+  DeviceMatrix wq, wk, wo, gate, up, down;  // wk empty on KV-shared layers
   std::optional<DeviceMatrix> wv;
   VkDeviceAddress attn_norm = 0, q_norm = 0, k_norm = 0, post_attn_norm = 0, ffn_norm = 0, post_ffn_norm = 0;
   float output_scale = 1.0f;
+  // Gemma 4 E-models' per-layer embedding block (empty without per-layer embeddings).
+  DeviceMatrix per_layer_gate, per_layer_proj;
+  VkDeviceAddress per_layer_post_norm = 0;
 };
 
 VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options)
@@ -245,10 +239,12 @@ void VulkanBackend::upload_weights() {
   // Every f32 vector the shaders read (norm weights) in one buffer, each 16-byte aligned.
   std::vector<const std::vector<float>*> vectors = {&model_->output_norm()};
   for (const auto& w : model_->layers()) {
-    for (const auto* v : {&w.attn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.ffn_norm, &w.post_ffn_norm}) {
+    for (const auto* v : {&w.attn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.ffn_norm, &w.post_ffn_norm,
+                          &w.per_layer_post_norm}) {
       if (!v->empty()) vectors.push_back(v);
     }
   }
+  if (config.has_per_layer_embeddings()) vectors.push_back(&model_->per_layer_inputs().proj_norm);
   uint64_t total = 0;
   std::vector<uint64_t> offsets;
   for (const auto* v : vectors) {
@@ -265,14 +261,21 @@ void VulkanBackend::upload_weights() {
   gelu_table_ = Buffer(*device_, sizeof(gelu), MemoryUse::kDevice);
   transfer_->upload(gelu_table_, 0, gelu.data(), sizeof(gelu));
 
-  matrix_buffers_.reserve(2 + 7 * model_->layers().size());
+  matrix_buffers_.reserve(3 + 9 * model_->layers().size());
   token_embd_ = upload(model_->token_embedding());
   output_ = model_->output_tied() ? token_embd_ : upload(model_->output());
+  // per_layer_token_embd stays on the host (write_step_inputs gathers the batch's rows): it is
+  // read a row per token, and on E2B it is about as large as the rest of the model.
+  if (config.has_per_layer_embeddings()) per_layer_model_proj_ = upload(model_->per_layer_inputs().model_proj);
   for (int il = 0; il < config.n_layer; ++il) {
     const auto& w = model_->layers()[il];
     LayerWeights& d = layers_.emplace_back();
     d.wq = upload(w.wq);
-    d.wk = upload(w.wk);
+    // A KV-shared layer has no K/V projections or K norm: it reads its source layer's cache.
+    if (config.owns_kv(il)) {
+      d.wk = upload(w.wk);
+      d.k_norm = vector_address(w.k_norm);
+    }
     if (w.wv) d.wv = upload(*w.wv);
     d.wo = upload(w.wo);
     d.gate = upload(w.ffn_gate);
@@ -280,11 +283,15 @@ void VulkanBackend::upload_weights() {
     d.down = upload(w.ffn_down);
     d.attn_norm = vector_address(w.attn_norm);
     d.q_norm = vector_address(w.q_norm);
-    d.k_norm = vector_address(w.k_norm);
     d.post_attn_norm = vector_address(w.post_attn_norm);
     d.ffn_norm = vector_address(w.ffn_norm);
     d.post_ffn_norm = vector_address(w.post_ffn_norm);
     d.output_scale = w.output_scale;
+    if (config.has_per_layer_embeddings()) {
+      d.per_layer_gate = upload(w.per_layer_gate);
+      d.per_layer_proj = upload(w.per_layer_proj);
+      d.per_layer_post_norm = vector_address(w.per_layer_post_norm);
+    }
   }
 }
 
@@ -312,10 +319,13 @@ void VulkanBackend::allocate_state() {
     max_kv_width = std::max(max_kv_width, width);
     max_q_width = std::max(max_q_width, static_cast<size_t>(lc.n_head) * lc.head_dim);
     max_ff = std::max(max_ff, static_cast<size_t>(lc.n_ff));
-    LayerCache& cache = cache_.emplace_back();
-    cache.k = Buffer(*device_, kKvSlots * width * 2, MemoryUse::kDevice);
-    cache.v = Buffer(*device_, kKvSlots * width * 2, MemoryUse::kDevice);
-    cache.k_as_written = Buffer(*device_, kv::kTotalSlots * width * 2, MemoryUse::kDevice);
+    // KV-shared layers read their source layer's cache and get none (as on the CPU).
+    if (config.owns_kv(il)) {
+      LayerCache& cache = cache_.emplace_back();
+      cache.k = Buffer(*device_, kKvSlots * width * 2, MemoryUse::kDevice);
+      cache.v = Buffer(*device_, kKvSlots * width * 2, MemoryUse::kDevice);
+      cache.k_as_written = Buffer(*device_, kv::kTotalSlots * width * 2, MemoryUse::kDevice);
+    }
 
     // Layers with the same RoPE parameters share the angles rotate_keys uploads.
     const auto& factors = model_->layers()[il].rope_freq_factors;
@@ -354,14 +364,22 @@ void VulkanBackend::allocate_state() {
   k_ = device_f32(n * max_kv_width);
   v_ = device_f32(n * max_kv_width);
   proj_ = device_f32(n * config.n_embd);
-  gate_ = device_f32(n * max_ff);
+  // gate_ also takes the per-layer embedding block's gate.
+  gate_ = device_f32(n * std::max<size_t>(max_ff, config.n_embd_per_layer));
   up_ = device_f32(n * max_ff);
+  if (config.has_per_layer_embeddings()) {
+    const uint64_t all_layers = uint64_t(config.n_layer) * config.n_embd_per_layer;
+    per_layer_token_rows_ = upload(n * all_layers * 4);
+    per_layer_projected_ = device_f32(n * all_layers);
+    per_layer_inputs_ = device_f32(n * all_layers);
+  }
   uint64_t scratch = 16;
   for (const auto& w : layers_) {
-    for (const DeviceMatrix* m : {&w.wq, &w.wo, &w.gate, &w.down}) {
+    for (const DeviceMatrix* m : {&w.wq, &w.wo, &w.gate, &w.down, &w.per_layer_gate, &w.per_layer_proj}) {
       scratch = std::max(scratch, MatmulKernels::scratch_bytes(m->type, n, m->cols));
     }
   }
+  scratch = std::max(scratch, MatmulKernels::scratch_bytes(per_layer_model_proj_.type, n, per_layer_model_proj_.cols));
   scratch = std::max(scratch, MatmulKernels::scratch_bytes(output_.type, kMaxLogitRows, output_.cols));
   scratch_ = Buffer(*device_, scratch, MemoryUse::kDevice);
   logits_ = Buffer(*device_, uint64_t{kMaxLogitRows} * config.n_vocab * 4, MemoryUse::kReadback);
@@ -387,6 +405,10 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     const uint32_t workgroup = norm_quantize_workgroup(info);
     const uint32_t n = static_cast<uint32_t>(model_->config().n_embd);
     const uint32_t spec[] = {workgroup, workgroup / info.min_subgroup_size, (n + workgroup - 1) / workgroup};
+    return pipelines_->get(shader, spec);
+  }
+  if (shader == "per_layer_inputs") {
+    const uint32_t spec[] = {kHeadWorkgroup, kHeadWorkgroup};
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_inputs") {
@@ -465,6 +487,17 @@ void VulkanBackend::write_step_inputs(const Batch& batch, const AttentionView& v
   };
   write_view(view.global_slots, global_view_, n_global_view_, first_global_cell_);
   write_view(view.sliding_slots, sliding_view_, n_sliding_view_, first_sliding_cell_);
+  if (model_->config().has_per_layer_embeddings()) write_per_layer_token_rows(batch, step);
+}
+
+void VulkanBackend::write_per_layer_token_rows(const Batch& batch, const Step& step) {
+  // Each token's per_layer_token_embd row, decoded exactly (as the CPU backend's dequantize_row).
+  const WeightMatrix& table = model_->per_layer_inputs().token_embd;
+  auto* out = reinterpret_cast<float*>(per_layer_token_rows_.mapped());
+  for (uint32_t t = 0; t < step.n_tokens; ++t) {
+    const int32_t token = batch.tokens[step.first + t];
+    dequantize(table.type, table.row(token), table.cols, out + uint64_t(t) * table.cols);
+  }
 }
 
 bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, const Step& step,
@@ -579,6 +612,37 @@ void VulkanBackend::record_embed(CommandSequence& seq, uint32_t n_tokens) {
   seq.dispatch_groups(pipeline("embed_" + type_suffix(token_embd_.type)), push, n_tokens);
   seq.barrier();
   mark(seq, "embed");
+  if (config.has_per_layer_embeddings()) record_per_layer_inputs(seq, n_tokens);
+}
+
+void VulkanBackend::record_per_layer_inputs(CommandSequence& seq, uint32_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const uint32_t n_embd = static_cast<uint32_t>(config.n_embd);
+  const uint32_t width = static_cast<uint32_t>(config.n_embd_per_layer);
+  // The projection of the scaled token embeddings for all layers at once, then per (token, layer)
+  // its norm plus the token's own row (per_layer_inputs.comp).
+  const PreparedActivations a = matmul_->record_prepare(seq, per_layer_model_proj_.type, x_.address(), n_tokens,
+                                                        n_embd, n_embd, scratch_.address());
+  seq.barrier();
+  matmul_->record_matmul(seq, per_layer_model_proj_, a, per_layer_projected_.address(), config.n_layer * width);
+  seq.barrier();
+  mark(seq, "per-layer projection");
+  const PerLayerInputScales scales = config.per_layer_input_scales();
+  const PerLayerInputsPush push{per_layer_projected_.address(),
+                                per_layer_token_rows_.address(),
+                                vector_address(model_->per_layer_inputs().proj_norm),
+                                per_layer_inputs_.address(),
+                                width,
+                                static_cast<uint32_t>(config.n_layer),
+                                n_tokens,
+                                config.norm_eps,
+                                scales.projection,
+                                scales.token,
+                                scales.input,
+                                0};
+  seq.dispatch_groups(pipeline("per_layer_inputs"), push, uint64_t{n_tokens} * config.n_layer);
+  seq.barrier();
+  mark(seq, "per-layer inputs");
 }
 
 void VulkanBackend::record_norm(CommandSequence& seq, VkDeviceAddress x, VkDeviceAddress weight, VkDeviceAddress dst,
@@ -615,6 +679,7 @@ PreparedActivations VulkanBackend::record_norm_input(CommandSequence& seq, GgmlT
 void VulkanBackend::record_layer(CommandSequence& seq, int il, uint32_t n_tokens) {
   record_attention(seq, il, n_tokens);
   record_ffn(seq, il, n_tokens);
+  if (model_->config().has_per_layer_embeddings()) record_per_layer_embedding(seq, il, n_tokens);
 }
 
 void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_tokens) {
@@ -630,14 +695,21 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
           ? MatmulKernels::quantized_layout(w.wq.type, n_tokens, n_embd, scratch_.address())
           : record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens);
   mark(seq, "attn norm");
+  // A KV-shared layer computes queries only and attends over its source layer's cache.
+  const bool writes_kv = config.owns_kv(il);
   matmul_->record_matmul(seq, w.wq, a, q_.address(), q_width);
-  matmul_->record_matmul(seq, w.wk, a, k_.address(), width);
-  // Gemma 4 layers without attn_v: V = K (the projection before K's norm and RoPE).
-  if (w.wv) matmul_->record_matmul(seq, *w.wv, a, v_.address(), width);
+  if (writes_kv) {
+    matmul_->record_matmul(seq, w.wk, a, k_.address(), width);
+    // Gemma 4 layers without attn_v: V = K (the projection before K's norm and RoPE).
+    if (w.wv) matmul_->record_matmul(seq, *w.wv, a, v_.address(), width);
+  }
   seq.barrier();
   mark(seq, "qkv");
 
-  LayerCache& cache = cache_[il];
+  LayerCache& cache = cache_[lc.kv_layer];
+  // attention_inputs.comp's heads are the queries, then the keys and values it writes: none
+  // on a KV-shared layer.
+  const uint32_t written_kv_heads = writes_kv ? static_cast<uint32_t>(lc.n_head_kv) : 0;
   const InputsPush inputs{q_.address(),
                           k_.address(),
                           w.wv ? v_.address() : k_.address(),
@@ -649,14 +721,14 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                           cache.v.address(),
                           static_cast<uint32_t>(lc.head_dim),
                           static_cast<uint32_t>(lc.n_head),
-                          static_cast<uint32_t>(lc.n_head_kv),
+                          written_kv_heads,
                           static_cast<uint32_t>(lc.n_rot),
                           config.query_scale,
                           config.norm_eps,
                           config.v_norm ? 1u : 0u,
                           n_tokens};
   seq.dispatch_groups(pipeline("attention_inputs", kHeadWorkgroup), inputs,
-                      uint64_t{n_tokens} * (lc.n_head + 2 * lc.n_head_kv));
+                      uint64_t{n_tokens} * (lc.n_head + 2 * written_kv_heads));
   seq.barrier();
   mark(seq, "qk norm + rope + kv");
 
@@ -737,20 +809,56 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
   matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
   seq.barrier();
   mark(seq, "gate/up");
-  const PreparedActivations d = record_geglu_input(seq, w.down.type, n_tokens, n_ff);
+  const PreparedActivations d = record_geglu_input(seq, w.down.type, up_.address(), n_tokens, n_ff);
   mark(seq, "geglu");
   matmul_->record_matmul(seq, w.down, d, proj_.address(), n_embd);
   seq.barrier();
   mark(seq, "down");
-  if (il + 1 < config.n_layer && attention_input_prepared(il + 1)) {
-    // The FFN's sandwich norm into the residual, then the next layer's attention input norm.
-    const LayerWeights& next = layers_[il + 1];
-    record_norm_input(seq, next.wq.type, proj_.address(), w.post_ffn_norm, x_.address(), next.attn_norm, w.output_scale,
-                      n_tokens);
-    mark(seq, "post-ffn + next attn norm");
-  } else {
-    record_norm(seq, proj_.address(), w.post_ffn_norm, 0, x_.address(), n_embd, n_tokens, w.output_scale);
+  if (config.has_per_layer_embeddings()) {
+    // The per-layer embedding block comes next and ends the layer.
+    record_norm(seq, proj_.address(), w.post_ffn_norm, 0, x_.address(), n_embd, n_tokens, 1.0f);
     mark(seq, "post-ffn norm");
+  } else {
+    record_layer_output_norm(seq, il, w.post_ffn_norm, n_tokens, "post-ffn norm", "post-ffn + next attn norm");
+  }
+}
+
+// x += RMSNorm(proj(gelu(gate(x)) * this layer's per-layer input)), as the CPU backend.
+void VulkanBackend::record_per_layer_embedding(CommandSequence& seq, int il, uint32_t n_tokens) {
+  const ModelConfig& config = model_->config();
+  const LayerWeights& w = layers_[il];
+  const uint32_t n_embd = static_cast<uint32_t>(config.n_embd);
+  const uint32_t width = static_cast<uint32_t>(config.n_embd_per_layer);
+  const PreparedActivations a =
+      matmul_->record_prepare(seq, w.per_layer_gate.type, x_.address(), n_tokens, n_embd, n_embd, scratch_.address());
+  seq.barrier();
+  matmul_->record_matmul(seq, w.per_layer_gate, a, gate_.address(), width);
+  seq.barrier();
+  mark(seq, "per-layer gate");
+  // This layer's inputs: the per_layer_inputs_ rows of layer il, one per token.
+  const VkDeviceAddress inputs = per_layer_inputs_.address() + uint64_t(il) * n_tokens * width * 4;
+  const PreparedActivations d = record_geglu_input(seq, w.per_layer_proj.type, inputs, n_tokens, width);
+  mark(seq, "per-layer geglu");
+  matmul_->record_matmul(seq, w.per_layer_proj, d, proj_.address(), n_embd);
+  seq.barrier();
+  mark(seq, "per-layer proj");
+  record_layer_output_norm(seq, il, w.per_layer_post_norm, n_tokens, "per-layer norm", "per-layer + next attn norm");
+}
+
+void VulkanBackend::record_layer_output_norm(CommandSequence& seq, int il, VkDeviceAddress norm, uint32_t n_tokens,
+                                             const char* stage, const char* fused_stage) {
+  const ModelConfig& config = model_->config();
+  const LayerWeights& w = layers_[il];
+  if (il + 1 < config.n_layer && attention_input_prepared(il + 1)) {
+    // The sandwich norm into the residual, then the next layer's attention input norm.
+    const LayerWeights& next = layers_[il + 1];
+    record_norm_input(seq, next.wq.type, proj_.address(), norm, x_.address(), next.attn_norm, w.output_scale,
+                      n_tokens);
+    mark(seq, fused_stage);
+  } else {
+    record_norm(seq, proj_.address(), norm, 0, x_.address(), static_cast<uint32_t>(config.n_embd), n_tokens,
+                w.output_scale);
+    mark(seq, stage);
   }
 }
 
@@ -760,20 +868,19 @@ bool VulkanBackend::attention_input_prepared(int il) const {
   return il > 0 && is_quantized(layers_[il].wq.type);
 }
 
-PreparedActivations VulkanBackend::record_geglu_input(CommandSequence& seq, GgmlType weight_type, uint32_t n_tokens,
-                                                      uint32_t n_ff) {
+PreparedActivations VulkanBackend::record_geglu_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress up,
+                                                      uint32_t n_tokens, uint32_t n_ff) {
   const uint64_t n = uint64_t{n_tokens} * n_ff;
   if (is_quantized(weight_type)) {
     const PreparedActivations prepared =
         MatmulKernels::quantized_layout(weight_type, n_tokens, n_ff, scratch_.address());
-    const GegluQuantizePush push{gate_.address(),       up_.address(), prepared.values, prepared.scales,
+    const GegluQuantizePush push{gate_.address(),       up,            prepared.values, prepared.scales,
                                  gelu_table_.address(), static_cast<uint32_t>(n), 0};
     seq.dispatch_groups(pipelines_->get("geglu_quantize"), push, groups_for(n, 256));  // a value per invocation
     seq.barrier();
     return prepared;
   }
-  const GegluPush geglu{gate_.address(), up_.address(), gate_.address(), gelu_table_.address(), static_cast<uint32_t>(n),
-                        0};
+  const GegluPush geglu{gate_.address(), up, gate_.address(), gelu_table_.address(), static_cast<uint32_t>(n), 0};
   seq.dispatch_groups(pipeline("geglu"), geglu, groups_for(n, kElementWorkgroup));
   seq.barrier();
   const PreparedActivations prepared =
@@ -843,7 +950,7 @@ void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) 
   }
   CommandSequence& seq = *sequences_[0];
   seq.begin();
-  for (int il = 0; il < config.n_layer; ++il) {
+  for (int il = 0; il < config.n_kv_layers; ++il) {
     const LayerConfig& lc = config.layers[il];
     const RotatePush push{rotate_slots_.address(),
                           rotate_first_move_.address(),
@@ -867,7 +974,7 @@ void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) 
 void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
   const ModelConfig& config = model_->config();
   const uint32_t n = static_cast<uint32_t>(slots.size());
-  begin_kv_export(slots, slot_position_, slot_moved_by_, config.n_layer, out);
+  begin_kv_export(slots, slot_position_, slot_moved_by_, config.n_kv_layers, out);
   if (n == 0) return;
   auto& self = const_cast<VulkanBackend&>(*this);  // recording state only; the KV is not changed
   for (auto& seq : self.sequences_) seq->wait();
@@ -887,7 +994,7 @@ void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const 
   const uint64_t ids_address = kv_row_ids_.address();
   const auto* rows = reinterpret_cast<const uint16_t*>(kv_rows_.mapped());
   CommandSequence& seq = *self.sequences_[0];
-  for (int il = 0; il < config.n_layer; ++il) {
+  for (int il = 0; il < config.n_kv_layers; ++il) {
     const uint32_t width = static_cast<uint32_t>(kv_width(config.layers[il]));
     const LayerCache& cache = cache_[il];
     KvBlob::Layer& layer = out.layers[il];
@@ -919,7 +1026,7 @@ void VulkanBackend::write_kv(const KvBlob& blob) {
   for (auto& seq : sequences_) seq->wait();
   std::copy(blob.slots.begin(), blob.slots.end(), reinterpret_cast<uint32_t*>(kv_row_ids_.mapped()));
   CommandSequence& seq = *sequences_[0];
-  for (int il = 0; il < config.n_layer; ++il) {
+  for (int il = 0; il < config.n_kv_layers; ++il) {
     const size_t width = kv_width(config.layers[il]);
     for (int part = 0; part < 2; ++part) {
       const auto& values = part == 0 ? blob.layers[il].k_as_written : blob.layers[il].v;

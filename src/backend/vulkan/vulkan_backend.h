@@ -1,7 +1,7 @@
-// The Vulkan backend: the Gemma 3 / dense Gemma 4 decoder of the CPU backend, every step a
-// compute shader on the GPU (or on lavapipe, Mesa's CPU driver, in tests). Weights live on the
-// device in their GGUF encoding; the KV cache is f16 at the fixed geometry (kKvSlots slots per
-// layer, allocated once); attention reads the slots of the attention view through a slot list,
+// The Vulkan backend: the Gemma 3 / Gemma 4 decoder of the CPU backend (E-models included),
+// every step a compute shader on the GPU (or on lavapipe, Mesa's CPU driver, in tests). Weights
+// live on the device in their GGUF encoding; the KV cache is f16 at the fixed geometry (kKvSlots
+// slots per layer that owns KV, allocated once); attention reads the slots of the attention view through a slot list,
 // so sliding and evicting never move KV memory. A forward pass is recorded in sequences of
 // `layers_per_submit` layers, each submitted with its own fence (seed 001: short submissions
 // against driver watchdogs); cancellation is checked between them.
@@ -69,10 +69,19 @@ class VulkanBackend final : public Backend {
   bool forward_step(const Batch& batch, const AttentionView& view, const Step& step, LogitsWanted wanted,
                     std::span<const int32_t> candidates, Logits& out);
   void write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step);
+  void write_per_layer_token_rows(const Batch& batch, const Step& step);
   void record_embed(CommandSequence& seq, uint32_t n_tokens);
+  // Gemma 4 E-models: every layer's per-layer embedding input, once per step after the embedding.
+  void record_per_layer_inputs(CommandSequence& seq, uint32_t n_tokens);
   void record_layer(CommandSequence& seq, int il, uint32_t n_tokens);
   void record_attention(CommandSequence& seq, int il, uint32_t n_tokens);
   void record_ffn(CommandSequence& seq, int il, uint32_t n_tokens);
+  void record_per_layer_embedding(CommandSequence& seq, int il, uint32_t n_tokens);
+  // The sandwich norm of proj_ (by `norm`) into the residual and the layer's output scale, which
+  // end layer il; fused with the next layer's attention input norm where that layer's input is
+  // prepared here (attention_input_prepared). `stage` / `fused_stage` name it for profiling.
+  void record_layer_output_norm(CommandSequence& seq, int il, VkDeviceAddress norm, uint32_t n_tokens,
+                                const char* stage, const char* fused_stage);
   // Whether layer il's attention input (normed and quantized) is written by layer il - 1.
   bool attention_input_prepared(int il) const;
   void record_norm(CommandSequence& seq, VkDeviceAddress x, VkDeviceAddress weight, VkDeviceAddress dst,
@@ -84,9 +93,10 @@ class VulkanBackend final : public Backend {
   PreparedActivations record_norm_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
                                         VkDeviceAddress weight, VkDeviceAddress residual, VkDeviceAddress next_weight,
                                         float out_scale, uint32_t rows);
-  // GEGLU of gate_ and up_ ([n_tokens][n_ff]) prepared as the input of weight_type matrices (Q4_0 /
+  // GEGLU of gate_ and `up` ([n_tokens][n_ff]) prepared as the input of weight_type matrices (Q4_0 /
   // Q8_0: one fused kernel). Ends with a barrier.
-  PreparedActivations record_geglu_input(CommandSequence& seq, GgmlType weight_type, uint32_t n_tokens, uint32_t n_ff);
+  PreparedActivations record_geglu_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress up,
+                                         uint32_t n_tokens, uint32_t n_ff);
   void record_logits(CommandSequence& seq, uint32_t first_row, uint32_t n_rows, LogitsWanted wanted,
                      uint32_t n_candidates);
   const ComputePipeline& pipeline(std::string_view shader, uint32_t extra = 0);
@@ -123,12 +133,13 @@ class VulkanBackend final : public Backend {
   // Weights: one buffer per matrix, all f32 vectors (norms, frequency factors) in one buffer.
   std::vector<Buffer> matrix_buffers_;
   DeviceMatrix token_embd_, output_;
+  DeviceMatrix per_layer_model_proj_;  // Gemma 4 E-models only
   std::vector<LayerWeights> layers_;
   Buffer vectors_;
   std::vector<std::pair<const float*, VkDeviceAddress>> vector_addresses_;
   Buffer gelu_table_;  // model/gelu_table.h, for GEGLU
 
-  std::vector<LayerCache> cache_;
+  std::vector<LayerCache> cache_;  // one per layer that owns KV (ModelConfig::n_kv_layers)
   std::vector<int32_t> slot_position_;  // host copy: RoPE position of each slot's key, -1 when empty
   std::vector<int64_t> slot_moved_by_;
   std::vector<RopeSet> rope_sets_;
@@ -139,6 +150,9 @@ class VulkanBackend final : public Backend {
   Buffer tokens_, positions_, slots_, slot_positions_, global_view_, sliding_view_, candidates_, rope_;
   Buffer x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, scratch_, logits_;
   Buffer last_hidden_;  // readback of Batch::last_hidden
+  // Gemma 4 E-models: the step's per_layer_token_embd rows ([n_tokens][n_layer][width], gathered
+  // on the host), their model projection (likewise) and the layers' inputs ([n_layer][n_tokens][width]).
+  Buffer per_layer_token_rows_, per_layer_projected_, per_layer_inputs_;
   Buffer partials_;  // split-KV attention: per (head, chunk) maximum, sum and accumulators
   uint32_t n_global_view_ = 0, n_sliding_view_ = 0;
   int32_t first_global_cell_ = 0, first_sliding_cell_ = 0;

@@ -3,6 +3,7 @@
 // scale in place; keys get QK-norm and RoPE and go to their KV slot as f16; values get the
 // unweighted V-norm (Gemma 4) and go to their slot as f16. Heads 0 .. n_head-1 are queries,
 // then n_head_kv keys, then n_head_kv values; workgroup (t, h) = t * (n_head + 2 n_head_kv) + h.
+// n_head_kv = 0 prepares the queries alone (a KV-shared layer, which writes no KV).
 // Specialization constants: 0 workgroup size, 1 MAX_SUBGROUPS, 2 MAX_HEAD_DIM.
 #include "common.glsl"
 
