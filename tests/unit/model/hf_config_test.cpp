@@ -3,7 +3,6 @@
 // class's defaults), checked against the geometry in shared/reference/gemma-gguf-facts.md.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -145,12 +144,6 @@ TEST(HfConfig, Gemma4WithoutHiddenSizePerLayerInputIsAnEModel) {
   EXPECT_EQ(resolve(config).n_embd_per_layer, 256);
 }
 
-std::vector<int64_t> global_layers_every(int n_layer, int period) {
-  std::vector<int64_t> global;
-  for (int il = period - 1; il < n_layer; il += period) global.push_back(il);
-  return global;
-}
-
 // layer_types as the published configs list them: `period` - 1 sliding layers, then a global one.
 json layer_types(int n_layer, int period) {
   json types = json::array();
@@ -158,10 +151,15 @@ json layer_types(int n_layer, int period) {
   return types;
 }
 
-void expect_global_layers(const ModelConfig& c, const std::vector<int64_t>& global) {
+// Layer il is global iff (il + 1) % period == 0, and every layer has Gemma 4's head sizes (256
+// sliding, 512 global) with n_head query heads and the given KV heads.
+void expect_gemma4_layers(const ModelConfig& c, int period, int n_head, int kv_sliding, int kv_global) {
   for (int il = 0; il < c.n_layer; ++il) {
-    const bool is_global = std::find(global.begin(), global.end(), il) != global.end();
-    EXPECT_EQ(c.layers[il].sliding, !is_global) << "layer " << il;
+    const LayerConfig& l = c.layers[il];
+    EXPECT_EQ(l.sliding, (il + 1) % period != 0) << "layer " << il;
+    EXPECT_EQ(l.n_head, n_head);
+    EXPECT_EQ(l.n_head_kv, l.sliding ? kv_sliding : kv_global);
+    EXPECT_EQ(l.head_dim, l.sliding ? 256 : 512);
   }
 }
 
@@ -188,7 +186,7 @@ TEST(HfConfig, Gemma4E2bGeometry) {
   EXPECT_EQ(c.n_layer, 35);
   EXPECT_EQ(c.n_embd, 1536);
   EXPECT_EQ(count_sliding(c), 28);
-  expect_global_layers(c, global_layers_every(35, 5));
+  expect_gemma4_layers(c, 5, 8, 1, 1);
   EXPECT_EQ(c.n_embd_per_layer, 256);
   EXPECT_EQ(c.n_kv_layers, 15);  // 20 KV-shared layers
   EXPECT_EQ(c.sliding_window, 512);
@@ -196,9 +194,6 @@ TEST(HfConfig, Gemma4E2bGeometry) {
   EXPECT_FALSE(c.has_experts());
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerConfig& l = c.layers[il];
-    EXPECT_EQ(l.n_head, 8);
-    EXPECT_EQ(l.n_head_kv, 1);
-    EXPECT_EQ(l.head_dim, l.sliding ? 256 : 512);
     EXPECT_EQ(l.n_ff, il < 15 ? 6144 : 12288) << "layer " << il;  // double-wide on the shared layers
     // Shared layers read the last KV layer of their type: 13 (sliding) or 14 (global).
     EXPECT_EQ(l.kv_layer, il < 15 ? il : (l.sliding ? 13 : 14)) << "layer " << il;
@@ -217,15 +212,10 @@ TEST(HfConfig, Gemma4E4bGeometry) {
   EXPECT_EQ(c.n_layer, 42);
   EXPECT_EQ(c.n_embd, 2560);
   EXPECT_EQ(count_sliding(c), 35);
-  expect_global_layers(c, global_layers_every(42, 6));
+  expect_gemma4_layers(c, 6, 8, 2, 2);
   EXPECT_EQ(c.n_embd_per_layer, 256);
   EXPECT_EQ(c.n_kv_layers, 24);
-  for (const LayerConfig& l : c.layers) {
-    EXPECT_EQ(l.n_head, 8);
-    EXPECT_EQ(l.n_head_kv, 2);
-    EXPECT_EQ(l.head_dim, l.sliding ? 256 : 512);
-    EXPECT_EQ(l.n_ff, 10240);
-  }
+  for (const LayerConfig& l : c.layers) EXPECT_EQ(l.n_ff, 10240);
 }
 
 // Gemma 4 26B-A4B's text_config: every key that differs from Gemma4TextConfig's (facts §3.1).
@@ -245,18 +235,13 @@ TEST(HfConfig, Gemma4_26bA4bGeometry) {
   EXPECT_EQ(c.n_layer, 30);
   EXPECT_EQ(c.n_embd, 2816);
   EXPECT_EQ(count_sliding(c), 25);
-  expect_global_layers(c, global_layers_every(30, 6));
+  expect_gemma4_layers(c, 6, 16, 8, 2);
   EXPECT_EQ(c.sliding_window, 1024);
   EXPECT_EQ(c.n_expert, 128);
   EXPECT_EQ(c.n_expert_used, 8);
   EXPECT_FALSE(c.has_per_layer_embeddings());
   EXPECT_EQ(c.n_kv_layers, 30);
-  for (const LayerConfig& l : c.layers) {
-    EXPECT_EQ(l.n_head, 16);
-    EXPECT_EQ(l.n_head_kv, l.sliding ? 8 : 2);
-    EXPECT_EQ(l.head_dim, l.sliding ? 256 : 512);
-    EXPECT_EQ(l.n_ff, 2112);  // the dense MLP beside the experts
-  }
+  for (const LayerConfig& l : c.layers) EXPECT_EQ(l.n_ff, 2112);  // the dense MLP beside the experts
   // The experts' width: ModelConfig reads it for layers with a router, which this has no tensors of.
   bool found = false;
   for (const auto& [key, value] : describe_hf_model(config, "config.json").metadata) {
