@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <map>
 
 #include "core/error.h"
@@ -22,10 +23,11 @@ class ArchMetadata {
   void set(std::string_view suffix, GgufValue value) { set_key(fmt::format("{}.{}", arch_, suffix), std::move(value)); }
   void set_u32(std::string_view suffix, int64_t value) { set(suffix, GgufValue::u32(static_cast<uint32_t>(value))); }
   void set_f32(std::string_view suffix, double value) { set(suffix, GgufValue::f32(static_cast<float>(value))); }
-  void set_u32_array(std::string_view suffix, const std::vector<int64_t>& values) {
+  // gguf-py's add_array of Python ints: INT32 elements.
+  void set_i32_array(std::string_view suffix, const std::vector<int64_t>& values) {
     std::vector<GgufValue> elements;
-    for (int64_t v : values) elements.push_back(GgufValue::u32(static_cast<uint32_t>(v)));
-    set(suffix, GgufValue::array(GgufValueType::UINT32, std::move(elements)));
+    for (int64_t v : values) elements.push_back(GgufValue::i32(static_cast<int32_t>(v)));
+    set(suffix, GgufValue::array(GgufValueType::INT32, std::move(elements)));
   }
   void set_bool_array(std::string_view suffix, const std::vector<bool>& values) {
     std::vector<GgufValue> elements;
@@ -51,6 +53,16 @@ class ArchMetadata {
 };
 
 constexpr int64_t kMaxSize = 1 << 24;  // bounds every size before it reaches int arithmetic
+
+// ModelBase.find_hparam: the value of the first of `keys` the hparams hold, a null one included
+// (to_dict() holds Gemma4TextConfig's num_experts = None, which ends the search); nullopt when
+// that value is null or none of the keys is there.
+std::optional<int64_t> find_hparam(const JsonObject& hparams, std::initializer_list<const char*> keys, int64_t max) {
+  for (const char* key : keys) {
+    if (hparams.value().contains(key)) return hparams.optional_integer(key, 0, max);
+  }
+  return std::nullopt;
+}
 
 // The converter's architecture: architectures[0], or text_config's when it has one.
 std::string architecture_of(const JsonObject& config) {
@@ -113,6 +125,10 @@ json text_hparams(const JsonObject& config, ModelArch arch) {
   set_default("hidden_size_per_layer_input", 256);  // so a dense model's config says 0
   set_default("num_kv_shared_layers", 0);
   set_default("attention_k_eq_v", false);
+  // None in to_dict(), so the converter's find_hparam stops at them and writes no expert keys.
+  set_default("num_experts", nullptr);
+  set_default("top_k_experts", nullptr);
+  set_default("moe_intermediate_size", nullptr);
   set_default("rope_parameters", json{{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10'000.0}}},
                                       {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25},
                                                           {"rope_theta", 1'000'000.0}}}});
@@ -147,36 +163,19 @@ void refuse_unsupported(const JsonObject& hparams, ModelArch arch) {
   if (const auto activation = hparams.optional_string("hidden_activation"); activation && *activation != "gelu_pytorch_tanh") {
     fail("{} = '{}' is not supported: Gemma's FFN is GELU-tanh (gelu_pytorch_tanh)", hparams.name("hidden_activation"), *activation);
   }
-  for (const char* key : {"num_experts", "num_local_experts"}) {
-    if (hparams.optional_integer(key).value_or(0) > 0) {
-      fail("{}: this is a mixture-of-experts model ({} = {}), which Channel reads as GGUF only (convert it with "
-           "llama.cpp's convert_hf_to_gguf.py)",
-           hparams.where(), key, *hparams.optional_integer(key));
-    }
-  }
   if (hparams.optional_string("use_bidirectional_attention") == "all") {
     fail("{}: use_bidirectional_attention = \"all\" makes an encoder, not a causal language model", hparams.where());
   }
-  if (hparams.optional_boolean("enable_moe_block").value_or(false)) {
-    fail("{}: this is a mixture-of-experts model (enable_moe_block), which Channel reads as GGUF only (convert it "
-         "with llama.cpp's convert_hf_to_gguf.py)",
-         hparams.where());
-  }
   if (arch == ModelArch::Gemma3) {
+    // Gemma 3 has no experts (Gemma 4's are read: set_common_keys' expert keys, hf_tensor_names).
+    for (const char* key : {"num_experts", "num_local_experts"}) {
+      if (const int64_t n = hparams.optional_integer(key).value_or(0); n > 0) {
+        fail("{}: {} = {}: Gemma 3 has no mixture-of-experts variant", hparams.where(), key, n);
+      }
+    }
     if (hparams.has("attn_logit_softcapping")) {
       fail("{} is set; Gemma 3 has none and the converter refuses it", hparams.name("attn_logit_softcapping"));
     }
-    return;
-  }
-  if (const int64_t n = hparams.optional_integer("hidden_size_per_layer_input").value_or(0); n != 0) {
-    fail("{}: Gemma 4 E-model directories (per-layer embeddings, hidden_size_per_layer_input = {}) are not supported "
-         "yet; convert the model to GGUF with llama.cpp's convert_hf_to_gguf.py",
-         hparams.where(), n);
-  }
-  if (const int64_t n = hparams.optional_integer("num_kv_shared_layers").value_or(0); n != 0) {
-    fail("{}: Gemma 4 E-model directories (KV-shared layers, num_kv_shared_layers = {}) are not supported yet; "
-         "convert the model to GGUF with llama.cpp's convert_hf_to_gguf.py",
-         hparams.where(), n);
   }
 }
 
@@ -292,14 +291,35 @@ void set_common_keys(ArchMetadata& out, const JsonObject& hparams, const JsonObj
     out.set_u32("attention.sliding_window", hparams.integer("sliding_window", 1, 1 << 30));
   }
   out.set_u32("attention.head_count_kv", hparams.integer("num_key_value_heads", 1, 4096));
+  // TextModel.set_gguf_parameters' expert keys, under the names it looks for (Gemma 4 26B-A4B:
+  // num_experts and top_k_experts).
+  if (const auto n = find_hparam(hparams, {"num_local_experts", "num_experts", "n_routed_experts"}, 4096)) {
+    out.set_u32("expert_count", *n);
+  }
+  if (const auto n = find_hparam(hparams, {"num_experts_per_tok", "num_experts_per_token", "top_k_experts"}, 4096)) {
+    out.set_u32("expert_used_count", *n);
+  }
 }
 
-// Gemma4Model.set_gguf_parameters and generate_extra_tensors (dense text models: no shared KV
-// layers, no per-layer embeddings; refuse_unsupported has made sure).
+// Gemma4Model.set_gguf_parameters' E-model keys: the KV-shared layers at the end, the per-layer
+// input width (hparams.get(...) or 0), and with use_double_wide_mlp the FFN width doubled on the
+// shared layers, written as one width per layer.
+void set_gemma4_e_model_keys(ArchMetadata& out, const JsonObject& hparams, int64_t n_layer) {
+  const int64_t n_kv_shared = hparams.integer("num_kv_shared_layers", 0, n_layer);
+  out.set_u32("attention.shared_kv_layers", n_kv_shared);
+  out.set_u32("embedding_length_per_layer_input", hparams.optional_integer("hidden_size_per_layer_input", 0, kMaxSize).value_or(0));
+  if (hparams.optional_boolean("use_double_wide_mlp").value_or(false)) {
+    const int64_t n_ff = hparams.integer("intermediate_size", 1, kMaxSize / 2);
+    std::vector<int64_t> per_layer;
+    for (int64_t il = 0; il < n_layer; ++il) per_layer.push_back(il < n_layer - n_kv_shared ? n_ff : 2 * n_ff);
+    out.set_i32_array("feed_forward_length", per_layer);
+  }
+}
+
+// Gemma4Model.set_gguf_parameters and generate_extra_tensors.
 void set_gemma4_keys(ArchMetadata& out, HfModelDescription& model, const JsonObject& hparams, const JsonObject& rope) {
   const int64_t n_layer = hparams.integer("num_hidden_layers", 1, 4096);
-  out.set_u32("attention.shared_kv_layers", 0);
-  out.set_u32("embedding_length_per_layer_input", 0);
+  set_gemma4_e_model_keys(out, hparams, n_layer);
   const std::vector<bool> sliding = gemma4_sliding_layers(hparams, n_layer);
   out.set_bool_array("attention.sliding_window_pattern", sliding);
 
@@ -310,12 +330,16 @@ void set_gemma4_keys(ArchMetadata& out, HfModelDescription& model, const JsonObj
   out.set_u32("attention.value_length", head_dim_full);
   out.set_u32("attention.key_length_swa", head_dim_swa);
   out.set_u32("attention.value_length_swa", head_dim_swa);
+  // find_hparam without optional=True: to_dict() always holds moe_intermediate_size (None when dense).
+  if (const auto n_ff_exp = find_hparam(hparams, {"expert_intermediate_size", "moe_intermediate_size"}, kMaxSize)) {
+    out.set_u32("expert_feed_forward_length", *n_ff_exp);
+  }
 
   if (global.n_head_kv) {
     const int64_t kv_swa = hparams.integer("num_key_value_heads", 1, 4096);
     std::vector<int64_t> per_layer;
     for (bool is_swa : sliding) per_layer.push_back(is_swa ? kv_swa : *global.n_head_kv);
-    out.set_u32_array("attention.head_count_kv", per_layer);
+    out.set_i32_array("attention.head_count_kv", per_layer);
   }
 
   // Sliding layers rotate head_dim * the top-level partial_rotary_factor (the converter reads it

@@ -10,12 +10,15 @@
 // (Gemma 3 4B's text_config has six). The defaults used here are Gemma3TextConfig's and
 // Gemma4TextConfig's (transformers' configuration_gemma3.py / configuration_gemma4.py), including
 // Gemma 4's derived ones: layer_types 5 sliding : 1 global with the last layer global,
-// global_head_dim 512 (or per_layer_config's), the global KV heads only with attention_k_eq_v.
+// global_head_dim 512 (or per_layer_config's), the global KV heads only with attention_k_eq_v,
+// hidden_size_per_layer_input 256 (a dense config says 0), and num_experts / top_k_experts /
+// moe_intermediate_size None.
 //
 // Supported: Gemma3ForCausalLM, Gemma3ForConditionalGeneration (text part), Gemma4ForCausalLM and
-// Gemma4ForConditionalGeneration (text part) of dense text models. Refused, naming the feature:
-// Gemma 4 E-models (per-layer embeddings, KV-shared layers), mixture-of-experts models, other
-// architectures, RoPE scalings other than linear, and activations other than GELU-tanh.
+// Gemma4ForConditionalGeneration (text part): dense models, E-models (per-layer embeddings,
+// KV-shared layers, the double-wide MLP) and mixtures of experts. Refused, naming the feature:
+// other architectures, RoPE scalings other than linear, activations other than GELU-tanh, and
+// bidirectional (encoder) attention.
 #pragma once
 
 #include <optional>

@@ -32,22 +32,36 @@ std::span<const uint8_t> keep(DirectoryWeights& owner, const std::vector<float>&
   return bytes;
 }
 
-// Gemma3Model.modify_tensors' `data_torch + 1`: prepare_tensors has widened BF16 to f32 by then,
-// while F16 stays F16, so its sum is rounded to F16; the F32 result is what the GGUF holds.
-std::vector<float> plus_one(const SafetensorsTensor& tensor, std::span<const uint8_t> bytes) {
+// A stored tensor's values in f32 (exact for every dtype read).
+std::vector<float> widened(const SafetensorsTensor& tensor, std::span<const uint8_t> bytes) {
   std::vector<float> out(static_cast<size_t>(tensor.n_elements()));
   for (size_t i = 0; i < out.size(); ++i) {
     if (tensor.type == GgmlType::F32) {
-      float v;
-      std::memcpy(&v, bytes.data() + 4 * i, 4);
-      out[i] = v + 1.0f;
+      std::memcpy(&out[i], bytes.data() + 4 * i, 4);
     } else {
       uint16_t h;
       std::memcpy(&h, bytes.data() + 2 * i, 2);
-      out[i] = tensor.type == GgmlType::BF16 ? bf16_to_f32(h) + 1.0f : f16_to_f32(f32_to_f16(f16_to_f32(h) + 1.0f));
+      out[i] = tensor.type == GgmlType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
     }
   }
   return out;
+}
+
+// Gemma3Model.modify_tensors' `data_torch + 1`: prepare_tensors has widened BF16 to f32 by then,
+// while F16 stays F16, so its sum is rounded to F16; the F32 result is what the GGUF holds.
+std::vector<float> plus_one(const SafetensorsTensor& tensor, std::span<const uint8_t> bytes) {
+  std::vector<float> out = widened(tensor, bytes);
+  for (float& v : out) v = tensor.type == GgmlType::F16 ? f16_to_f32(f32_to_f16(v + 1.0f)) : v + 1.0f;
+  return out;
+}
+
+// ModelBase.prepare_tensors writes these as F32 whatever the output type: 1-D tensors, norms,
+// the MoE router (FFN_GATE_INP) and every tensor not named ".weight" (the router's and the
+// experts' ".scale"). Widening is exact, but for the router it also decides how its product is
+// computed: a checkpoint's BF16 router must be multiplied as the F32 matrix the GGUF holds.
+bool converter_writes_f32(std::string_view name, const std::vector<int64_t>& dims) {
+  return dims.size() <= 1 || name.ends_with("_norm.weight") || name.ends_with(".ffn_gate_inp.weight") ||
+         !name.ends_with(".weight");
 }
 
 // The converter's tensors: every safetensors tensor under its GGUF name, transformed where the
@@ -77,6 +91,9 @@ std::vector<GgufFile::PlacedTensor> place_tensors(DirectoryWeights& owner, const
       if (model.norm_weights_plus_one && name->ends_with("norm.weight")) {
         info.type = GgmlType::F32;
         bytes = keep(owner, plus_one(tensor, bytes));
+      } else if (tensor.type != GgmlType::F32 && converter_writes_f32(*name, tensor.shape)) {
+        info.type = GgmlType::F32;
+        bytes = keep(owner, widened(tensor, bytes));
       } else if (*name == "token_embd.weight" && info.dims.size() == 2) {
         // Gemma3Model.modify_tensors: rows past the vocabulary (image tokens) are dropped.
         if (info.dims[1] < n_vocab) {

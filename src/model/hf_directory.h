@@ -8,9 +8,10 @@
 // The converter's transforms, applied here: Gemma 3 norm weights + 1 (computed as the converter
 // computes them: BF16 values widened to f32 first, F16 values rounded back to F16), the token
 // embedding cut to the vocabulary's rows (Gemma 3's checkpoints carry image-token rows), Gemma 4's
-// generated rope_freqs tensor. Matrices keep their stored type (BF16, F16 or F32), as a
-// conversion with --outtype auto; safetensors' row-major [out, in] is GGUF's {in, out}, so no
-// matrix is permuted.
+// generated rope_freqs tensor, and F32 for what the converter always writes as F32 (norms and
+// other 1-D tensors, the MoE router and its scales). Other matrices keep their stored type (BF16,
+// F16 or F32), as a conversion with --outtype auto; safetensors' row-major [out, in] is GGUF's
+// {in, out} (and a 3-D [experts, out, in] its {in, out, experts}), so no matrix is permuted.
 #pragma once
 
 #include <string>

@@ -27,14 +27,18 @@ bool is_dropped_cache(std::string_view name) {
   return false;
 }
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kModelTensors = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kModelTensors = {{
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.norm.weight", "output_norm.weight"},
     {"lm_head.weight", "output.weight"},
+    // Gemma 4 E-models' per-layer embeddings (gguf-py's PER_LAYER_* names, shared with Gemma 3n).
+    {"model.embed_tokens_per_layer.weight", "per_layer_token_embd.weight"},
+    {"model.per_layer_model_projection.weight", "per_layer_model_proj.weight"},
+    {"model.per_layer_projection_norm.weight", "per_layer_proj_norm.weight"},
 }};
 
 // model.layers.N.<hf> -> blk.N.<gguf>.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kLayerTensors = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 25> kLayerTensors = {{
     {"input_layernorm.weight", "attn_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
     {"self_attn.k_proj.weight", "attn_k.weight"},
@@ -50,6 +54,24 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kLayerTe
     {"mlp.down_proj.weight", "ffn_down.weight"},
     // Gemma 4's per-layer output scalar: the converter appends ".weight" (Gemma4Model.filter_tensors).
     {"layer_scalar", "layer_output_scale.weight"},
+    // Gemma 4 E-models: the per-layer input's gate, projection and norm.
+    {"per_layer_input_gate.weight", "inp_gate.weight"},
+    {"per_layer_projection.weight", "proj.weight"},
+    {"post_per_layer_input_norm.weight", "post_norm.weight"},
+    // Gemma 4 mixture of experts, beside the dense MLP above: its norms, the router
+    // (Gemma4Model.modify_tensors renames router.scale and router.per_expert_scale to the ".scale"
+    // of ffn_gate_inp and ffn_down_exps), and the experts, stored as 3-D parameters without
+    // ".weight", which Gemma4Model.filter_tensors appends. Their layouts are the GGUF's:
+    // gate_up_proj [experts, 2 * moe_intermediate_size (gate rows, then up), hidden], down_proj
+    // [experts, hidden, moe_intermediate_size].
+    {"pre_feedforward_layernorm_2.weight", "pre_ffw_norm_2.weight"},
+    {"post_feedforward_layernorm_1.weight", "post_ffw_norm_1.weight"},
+    {"post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight"},
+    {"router.proj.weight", "ffn_gate_inp.weight"},
+    {"router.scale", "ffn_gate_inp.scale"},
+    {"router.per_expert_scale", "ffn_down_exps.scale"},
+    {"experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+    {"experts.down_proj", "ffn_down_exps.weight"},
 }};
 
 std::optional<std::string> layer_tensor(std::string_view name) {
@@ -96,7 +118,7 @@ std::optional<std::string> gguf_name_of_hf_tensor(std::string_view hf_name) {
     if (name == hf) return std::string(gguf);
   }
   if (auto mapped = layer_tensor(name)) return mapped;
-  fail("tensor '{}' is not one of a dense Gemma 3 or Gemma 4 text model (llama.cpp's converter would not map it either)",
+  fail("tensor '{}' is not one of a Gemma 3 or Gemma 4 text model (llama.cpp's converter would not map it either)",
        hf_name);
 }
 

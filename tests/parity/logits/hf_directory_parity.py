@@ -15,15 +15,24 @@ vocab.py), written out here independently of Channel's C++ reader:
   - Gemma 4's rope_freqs not stored but described by rope_parameters.full_attention's
     proportional partial_rotary_factor; layer_output_scale as model.layers.N.layer_scalar;
     attention_k_eq_v where global layers have no attn_v;
+  - Gemma 4 E-models: per_layer_token_embd etc. as model.embed_tokens_per_layer, ...; blk.N.inp_gate,
+    proj, post_norm as per_layer_input_gate, per_layer_projection, post_per_layer_input_norm; KV-shared
+    layers without k_proj, v_proj, k_norm; num_kv_shared_layers, hidden_size_per_layer_input and
+    use_double_wide_mlp where the GGUF's feed_forward_length doubles on the shared layers;
+  - Gemma 4 mixtures of experts: ffn_gate_inp as router.proj, its .scale as router.scale,
+    ffn_down_exps.scale as router.per_expert_scale, ffn_gate_up_exps / ffn_down_exps as the 3-D
+    experts.gate_up_proj / experts.down_proj (no ".weight": Gemma4Model.filter_tensors appends it),
+    the extra norms as pre_feedforward_layernorm_2, post_feedforward_layernorm_1/_2; num_experts,
+    top_k_experts, moe_intermediate_size and enable_moe_block;
   - config.json with the keys the converter reads (text_config for the multimodal classes);
   - Gemma 4: tokenizer.json (BPE vocab, merges as pairs, added tokens) and tokenizer_config.json
     naming the special tokens, which LlamaHfVocab turns back into the GGUF's tokens and types;
     Gemma 3: tokenizer.model, a SentencePiece ModelProto with the GGUF's pieces, scores and types.
 
 Then `channel eval` must give byte-identical logits (and the same argmax) on the directory and on
-the GGUF, as stored and (one case per arch) quantized on load with --q4, and `channel tokenize` the same ids for a set of
-strings. Cases cover F32 and BF16
-weights, both model classes of each architecture, one file and two shards.
+the GGUF, as stored and (one case per arch) quantized on load with --q4, and `channel tokenize` the
+same ids for a set of strings. Cases cover F32 and BF16 weights, both model classes of each
+architecture, one file and two shards, a Gemma 4 E-model and a Gemma 4 mixture of experts.
 """
 import argparse
 import json
@@ -44,33 +53,58 @@ TOKENIZE_STRINGS = [
     "<bos><eos><unk><pad><mask> not special here? <start_of_turn>",
 ]
 
-# (name, arch, model class, weight type, shards, also compared after --q4; once per arch keeps the
-# test near 30 s)
+# (name, arch, model class, weight type, shards, also compared after --q4 (once per arch keeps the
+# test short), synth flags of the variant)
 CASES = [
-    ("gemma4-f32", "gemma4", "Gemma4ForConditionalGeneration", "f32", 1, True),
-    ("gemma4-bf16", "gemma4", "Gemma4ForCausalLM", "bf16", 2, False),
-    ("gemma3-f32", "gemma3", "Gemma3ForCausalLM", "f32", 2, False),
-    ("gemma3-bf16", "gemma3", "Gemma3ForConditionalGeneration", "bf16", 1, True),
+    ("gemma4-f32", "gemma4", "Gemma4ForConditionalGeneration", "f32", 1, True, []),
+    ("gemma4-bf16", "gemma4", "Gemma4ForCausalLM", "bf16", 2, False, []),
+    ("gemma3-f32", "gemma3", "Gemma3ForCausalLM", "f32", 2, False, []),
+    ("gemma3-bf16", "gemma3", "Gemma3ForConditionalGeneration", "bf16", 1, True, []),
+    # 4 layers of period 2, the last 2 KV-shared: layer 2 reads layer 0's KV, layer 3 layer 1's.
+    ("gemma4e-f32", "gemma4", "Gemma4ForCausalLM", "f32", 1, False, ["--ple", "16", "--kv-shared", "2"]),
+    ("gemma4moe-bf16", "gemma4", "Gemma4ForConditionalGeneration", "bf16", 2, False,
+     ["--experts", "4", "--experts-used", "2"]),
 ]
 
 EXTRA_EMBEDDING_ROWS = 64  # rows past the vocabulary, as Gemma 3's checkpoints carry for image tokens
 
 # gguf-py's tensor_mapping for gemma3/gemma4, GGUF -> Hugging Face (per layer: blk.N.X -> model.layers.N.Y).
 LAYER_NAMES = {
-    "attn_norm": "input_layernorm.weight",
-    "attn_q": "self_attn.q_proj.weight",
-    "attn_k": "self_attn.k_proj.weight",
-    "attn_v": "self_attn.v_proj.weight",
-    "attn_output": "self_attn.o_proj.weight",
-    "attn_q_norm": "self_attn.q_norm.weight",
-    "attn_k_norm": "self_attn.k_norm.weight",
-    "post_attention_norm": "post_attention_layernorm.weight",
-    "ffn_norm": "pre_feedforward_layernorm.weight",
-    "post_ffw_norm": "post_feedforward_layernorm.weight",
-    "ffn_gate": "mlp.gate_proj.weight",
-    "ffn_up": "mlp.up_proj.weight",
-    "ffn_down": "mlp.down_proj.weight",
-    "layer_output_scale": "layer_scalar",  # Gemma4Model.filter_tensors appends ".weight" to it
+    "attn_norm.weight": "input_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight",
+    "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_v.weight": "self_attn.v_proj.weight",
+    "attn_output.weight": "self_attn.o_proj.weight",
+    "attn_q_norm.weight": "self_attn.q_norm.weight",
+    "attn_k_norm.weight": "self_attn.k_norm.weight",
+    "post_attention_norm.weight": "post_attention_layernorm.weight",
+    "ffn_norm.weight": "pre_feedforward_layernorm.weight",
+    "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight",
+    "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+    "layer_output_scale.weight": "layer_scalar",  # Gemma4Model.filter_tensors appends ".weight" to it
+    # E-models (PER_LAYER_INP_GATE, PER_LAYER_PROJ, PER_LAYER_POST_NORM)
+    "inp_gate.weight": "per_layer_input_gate.weight",
+    "proj.weight": "per_layer_projection.weight",
+    "post_norm.weight": "post_per_layer_input_norm.weight",
+    # Mixture of experts: Gemma4Model.modify_tensors renames router.scale and per_expert_scale;
+    # filter_tensors appends ".weight" to the experts' parameters.
+    "pre_ffw_norm_2.weight": "pre_feedforward_layernorm_2.weight",
+    "post_ffw_norm_1.weight": "post_feedforward_layernorm_1.weight",
+    "post_ffw_norm_2.weight": "post_feedforward_layernorm_2.weight",
+    "ffn_gate_inp.weight": "router.proj.weight",
+    "ffn_gate_inp.scale": "router.scale",
+    "ffn_down_exps.scale": "router.per_expert_scale",
+    "ffn_gate_up_exps.weight": "experts.gate_up_proj",
+    "ffn_down_exps.weight": "experts.down_proj",
+}
+# Whole-model tensors besides the embedding (PER_LAYER_TOKEN_EMBD, ..., under the text model's prefix).
+MODEL_NAMES = {
+    "output_norm.weight": "norm.weight",
+    "per_layer_token_embd.weight": "embed_tokens_per_layer.weight",
+    "per_layer_model_proj.weight": "per_layer_model_projection.weight",
+    "per_layer_proj_norm.weight": "per_layer_projection_norm.weight",
 }
 VISIBLE_TOKENS = {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|tool_response>", "<tool_response|>", "<|\"|>"}
 CONTROL, USER_DEFINED = 3, 4
@@ -169,12 +203,12 @@ def hf_tensors(gguf_model, arch, model_class):
             data += rng.integers(0, 256, size=EXTRA_EMBEDDING_ROWS * row_bytes, dtype=np.uint8).tobytes()
             shape = [shape[0] + EXTRA_EMBEDDING_ROWS, shape[1]]
             tensors[text + "embed_tokens.weight"] = (dtype, shape, data)
-        elif name == "output_norm.weight":
-            tensors[text + "norm.weight"] = (dtype, shape, data)
+        elif name in MODEL_NAMES:
+            tensors[text + MODEL_NAMES[name]] = (dtype, shape, data)
         elif name == "output.weight":
             tensors["lm_head.weight"] = (dtype, shape, data)
         else:
-            _, layer, kind, _ = name.split(".")
+            _, layer, kind = name.split(".", 2)
             tensors[f"{text}layers.{layer}.{LAYER_NAMES[kind]}"] = (dtype, shape, data)
     vision = "model.vision_tower." if arch == "gemma4" else "vision_tower."
     tensors[vision + "encoder.layers.0.mlp.fc1.weight"] = ("F32", [2, 2], bytes(16))  # skipped by the converter
@@ -214,9 +248,10 @@ def text_config(g, arch):
     """config.json's text keys, as the converter reads them back into the GGUF's metadata."""
     key = lambda suffix: g.value(f"{arch}.{suffix}")
     n_layer = key("block_count")
+    n_ff = key("feed_forward_length")  # per layer where the KV-shared layers are double-wide
     config = {
         "hidden_size": key("embedding_length"),
-        "intermediate_size": key("feed_forward_length"),
+        "intermediate_size": n_ff[0] if isinstance(n_ff, list) else n_ff,
         "num_hidden_layers": n_layer,
         "num_attention_heads": key("attention.head_count"),
         "max_position_embeddings": key("context_length"),
@@ -257,8 +292,8 @@ def text_config(g, arch):
         "global_head_dim": head_dim_full,
         "attention_k_eq_v": not has_v,
         "final_logit_softcapping": key("final_logit_softcapping"),
-        "num_kv_shared_layers": 0,
-        "hidden_size_per_layer_input": 0,
+        **e_model_config(g, arch, n_layer, n_ff),
+        **moe_config(g, arch),
         "rope_parameters": {
             "full_attention": {"rope_type": "proportional", "rope_theta": key("rope.freq_base"),
                                "partial_rotary_factor": 2 * rotated / head_dim_full},
@@ -266,6 +301,30 @@ def text_config(g, arch):
         },
     })
     return config
+
+
+def e_model_config(g, arch, n_layer, n_ff):
+    """Gemma4Model.set_gguf_parameters' E-model keys, read back: with use_double_wide_mlp the
+    feed_forward_length array is intermediate_size, doubled on the last num_kv_shared_layers."""
+    n_shared = g.value(f"{arch}.attention.shared_kv_layers")
+    config = {"num_kv_shared_layers": n_shared,
+              "hidden_size_per_layer_input": g.value(f"{arch}.embedding_length_per_layer_input")}
+    if "per_layer_token_embd.weight" in g.tensors:
+        config["vocab_size_per_layer_input"] = g.tensors["per_layer_token_embd.weight"][1][0]
+    if isinstance(n_ff, list):
+        assert n_ff == [n_ff[0] if il < n_layer - n_shared else 2 * n_ff[0] for il in range(n_layer)], n_ff
+        config["use_double_wide_mlp"] = True
+    return config
+
+
+def moe_config(g, arch):
+    """TextModel's expert_count / expert_used_count and Gemma4Model's expert_feed_forward_length,
+    under Gemma4TextConfig's names."""
+    n_expert = g.value(f"{arch}.expert_count")
+    if n_expert is None:
+        return {}
+    return {"enable_moe_block": True, "num_experts": n_expert, "top_k_experts": g.value(f"{arch}.expert_used_count"),
+            "moe_intermediate_size": g.value(f"{arch}.expert_feed_forward_length")}
 
 
 def write_config(directory, g, arch, model_class):
@@ -353,11 +412,11 @@ def token_ids(channel, model, strings_file):
 
 
 def run_case(args, spm_vocab, case):
-    name, arch, model_class, weight_type, shards, quantized_too = case
+    name, arch, model_class, weight_type, shards, quantized_too, variant = case
     source = args.workdir / f"{name}.gguf"
     vocab = args.vocab if arch == "gemma4" else spm_vocab
     run([args.channel, "model", "synth", "--arch", arch, "--vocab", vocab, "--out", source, "--type", weight_type,
-         "--embd", "64", "--ffn", "128", "--layers", "4", "--period", "2", "--seed", "3"])
+         "--embd", "64", "--ffn", "128", "--layers", "4", "--period", "2", "--seed", "3", *variant])
     g = Gguf(source)
     directory = args.workdir / name
     directory.mkdir(exist_ok=True)
@@ -391,7 +450,7 @@ def run_case(args, spm_vocab, case):
     for text, a, b in zip(TOKENIZE_STRINGS, ours, theirs):
         if a != b:
             problems.append(f"token ids of {text!r} differ: {a} (directory) vs {b} (GGUF)")
-    print(f"{name:12} {'OK' if not problems else 'FAIL'}: logits as stored{' and with --q4' if quantized_too else ''}, "
+    print(f"{name:14} {'OK' if not problems else 'FAIL'}: logits as stored{' and with --q4' if quantized_too else ''}, "
           f"token ids of {len(TOKENIZE_STRINGS)} strings")
     for problem in problems:
         print(f"  {problem}")

@@ -141,7 +141,123 @@ TEST(HfConfig, Gemma4WithoutHiddenSizePerLayerInputIsAnEModel) {
   // Gemma4TextConfig's default is 256: a config that leaves it out describes per-layer embeddings.
   json config = gemma4_31b();
   config["text_config"].erase("hidden_size_per_layer_input");
-  EXPECT_THROW(describe_hf_model(config, "config.json"), Error);
+  EXPECT_EQ(resolve(config).n_embd_per_layer, 256);
+}
+
+// layer_types as the published configs list them: `period` - 1 sliding layers, then a global one.
+json layer_types(int n_layer, int period) {
+  json types = json::array();
+  for (int il = 0; il < n_layer; ++il) types.push_back((il + 1) % period ? "sliding_attention" : "full_attention");
+  return types;
+}
+
+// Layer il is global iff (il + 1) % period == 0, and every layer has Gemma 4's head sizes (256
+// sliding, 512 global) with n_head query heads and the given KV heads.
+void expect_gemma4_layers(const ModelConfig& c, int period, int n_head, int kv_sliding, int kv_global) {
+  for (int il = 0; il < c.n_layer; ++il) {
+    const LayerConfig& l = c.layers[il];
+    EXPECT_EQ(l.sliding, (il + 1) % period != 0) << "layer " << il;
+    EXPECT_EQ(l.n_head, n_head);
+    EXPECT_EQ(l.n_head_kv, l.sliding ? kv_sliding : kv_global);
+    EXPECT_EQ(l.head_dim, l.sliding ? 256 : 512);
+  }
+}
+
+// Gemma 4 E2B's config.json (text_config as published: facts §3.1, 35 layers of 4 sliding : 1
+// global, 20 KV-shared layers with the double-wide MLP, per-layer embeddings of 256).
+json gemma4_e2b() {
+  return {{"architectures", {"Gemma4ForConditionalGeneration"}},
+          {"text_config",
+           {{"hidden_size", 1536}, {"intermediate_size", 6144}, {"num_hidden_layers", 35}, {"num_attention_heads", 8},
+            {"num_key_value_heads", 1}, {"head_dim", 256}, {"global_head_dim", 512}, {"num_global_key_value_heads", nullptr},
+            {"attention_k_eq_v", false}, {"sliding_window", 512}, {"vocab_size", 262144},
+            {"vocab_size_per_layer_input", 262144}, {"hidden_size_per_layer_input", 256}, {"num_kv_shared_layers", 20},
+            {"use_double_wide_mlp", true}, {"max_position_embeddings", 131072}, {"final_logit_softcapping", 30.0},
+            {"layer_types", layer_types(35, 5)},
+            {"rope_parameters",
+             {{"full_attention", {{"partial_rotary_factor", 0.25}, {"rope_theta", 1e6}, {"rope_type", "proportional"}}},
+              {"sliding_attention", {{"rope_theta", 1e4}, {"rope_type", "default"}}}}}}},
+          {"vision_config", {{"hidden_size", 768}}},
+          {"audio_config", {{"hidden_size", 1024}}}};
+}
+
+TEST(HfConfig, Gemma4E2bGeometry) {
+  const ModelConfig c = resolve(gemma4_e2b());
+  EXPECT_EQ(c.n_layer, 35);
+  EXPECT_EQ(c.n_embd, 1536);
+  EXPECT_EQ(count_sliding(c), 28);
+  expect_gemma4_layers(c, 5, 8, 1, 1);
+  EXPECT_EQ(c.n_embd_per_layer, 256);
+  EXPECT_EQ(c.n_kv_layers, 15);  // 20 KV-shared layers
+  EXPECT_EQ(c.sliding_window, 512);
+  EXPECT_FLOAT_EQ(c.final_softcap, 30.0f);
+  EXPECT_FALSE(c.has_experts());
+  for (int il = 0; il < c.n_layer; ++il) {
+    const LayerConfig& l = c.layers[il];
+    EXPECT_EQ(l.n_ff, il < 15 ? 6144 : 12288) << "layer " << il;  // double-wide on the shared layers
+    // Shared layers read the last KV layer of their type: 13 (sliding) or 14 (global).
+    EXPECT_EQ(l.kv_layer, il < 15 ? il : (l.sliding ? 13 : 14)) << "layer " << il;
+  }
+}
+
+TEST(HfConfig, Gemma4E4bGeometry) {
+  // facts §3.1: 42 layers of 5 sliding : 1 global, 18 KV-shared, a uniform FFN of 10240.
+  const json config = {
+      {"architectures", {"Gemma4ForConditionalGeneration"}},
+      {"text_config",
+       {{"hidden_size", 2560}, {"intermediate_size", 10240}, {"num_hidden_layers", 42}, {"num_attention_heads", 8},
+        {"num_key_value_heads", 2}, {"sliding_window", 512}, {"hidden_size_per_layer_input", 256},
+        {"num_kv_shared_layers", 18}, {"final_logit_softcapping", 30.0}, {"layer_types", layer_types(42, 6)}}}};
+  const ModelConfig c = resolve(config);
+  EXPECT_EQ(c.n_layer, 42);
+  EXPECT_EQ(c.n_embd, 2560);
+  EXPECT_EQ(count_sliding(c), 35);
+  expect_gemma4_layers(c, 6, 8, 2, 2);
+  EXPECT_EQ(c.n_embd_per_layer, 256);
+  EXPECT_EQ(c.n_kv_layers, 24);
+  for (const LayerConfig& l : c.layers) EXPECT_EQ(l.n_ff, 10240);
+}
+
+// Gemma 4 26B-A4B's text_config: every key that differs from Gemma4TextConfig's (facts §3.1).
+json gemma4_26b_a4b() {
+  return {{"architectures", {"Gemma4ForConditionalGeneration"}},
+          {"text_config",
+           {{"hidden_size", 2816}, {"intermediate_size", 2112}, {"num_hidden_layers", 30}, {"num_attention_heads", 16},
+            {"num_key_value_heads", 8}, {"num_global_key_value_heads", 2}, {"attention_k_eq_v", true},
+            {"sliding_window", 1024}, {"final_logit_softcapping", 30.0}, {"hidden_size_per_layer_input", 0},
+            {"max_position_embeddings", 262144}, {"enable_moe_block", true}, {"num_experts", 128},
+            {"top_k_experts", 8}, {"moe_intermediate_size", 704}}}};
+}
+
+TEST(HfConfig, Gemma4_26bA4bGeometry) {
+  const json config = gemma4_26b_a4b();
+  const ModelConfig c = resolve(config);
+  EXPECT_EQ(c.n_layer, 30);
+  EXPECT_EQ(c.n_embd, 2816);
+  EXPECT_EQ(count_sliding(c), 25);
+  expect_gemma4_layers(c, 6, 16, 8, 2);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(c.n_expert, 128);
+  EXPECT_EQ(c.n_expert_used, 8);
+  EXPECT_FALSE(c.has_per_layer_embeddings());
+  EXPECT_EQ(c.n_kv_layers, 30);
+  for (const LayerConfig& l : c.layers) EXPECT_EQ(l.n_ff, 2112);  // the dense MLP beside the experts
+  // The experts' width: ModelConfig reads it for layers with a router, which this has no tensors of.
+  bool found = false;
+  for (const auto& [key, value] : describe_hf_model(config, "config.json").metadata) {
+    if (key == "gemma4.expert_feed_forward_length") {
+      EXPECT_EQ(value.as_int(key), 704);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(HfConfig, Gemma4DenseConfigWritesNoExpertKeys) {
+  // to_dict() holds num_experts = None: the converter's find_hparam stops there.
+  for (const auto& [key, value] : describe_hf_model(gemma4_31b(), "config.json").metadata) {
+    EXPECT_EQ(key.find("expert"), std::string::npos) << key;
+  }
 }
 
 }  // namespace

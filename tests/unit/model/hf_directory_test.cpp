@@ -317,6 +317,63 @@ TinyDirectory changed(TinyDirectory d, const std::function<void(TinyDirectory&)>
 
 json& text_config(TinyDirectory& d) { return d.config["text_config"]; }
 
+TEST(HfDirectory, Gemma4EModelTensorsAsTheConverterNamesThem) {
+  TinyDirectory d = TinyDirectory::gemma4();
+  text_config(d)["hidden_size_per_layer_input"] = 2;
+  const std::string p = "model.language_model.";
+  d.tensors[p + "embed_tokens_per_layer.weight"] = {"BF16", {10, 4}};  // vocab x (layers * width): not cut
+  d.tensors[p + "per_layer_model_projection.weight"] = {"F32", {4, 8}};
+  d.tensors[p + "per_layer_projection_norm.weight"] = {"BF16", {2}, 0.5f};
+  for (const std::string& l : {p + "layers.0.", p + "layers.1."}) {
+    d.tensors[l + "per_layer_input_gate.weight"] = {"F32", {2, 8}};
+    d.tensors[l + "per_layer_projection.weight"] = {"F32", {8, 2}};
+    d.tensors[l + "post_per_layer_input_norm.weight"] = {"F32", {8}};
+  }
+  testing::TempDir dir;
+  d.write(dir);
+  const auto model = Model::load(dir.file(""));
+  EXPECT_EQ(model->config().n_embd_per_layer, 2);
+  const GgufFile& file = model->gguf();
+  EXPECT_EQ(file.find_tensor("per_layer_token_embd.weight")->dims, (std::vector<int64_t>{4, 10}));
+  EXPECT_EQ(file.find_tensor("per_layer_token_embd.weight")->type, GgmlType::BF16);
+  EXPECT_EQ(file.find_tensor("per_layer_proj_norm.weight")->type, GgmlType::F32);  // a norm: the converter writes F32
+  EXPECT_EQ(model->per_layer_inputs().proj_norm, (std::vector<float>{0.5f, 0.5f}));
+  EXPECT_EQ(file.find_tensor("blk.1.inp_gate.weight")->dims, (std::vector<int64_t>{8, 2}));
+  EXPECT_EQ(file.find_tensor("blk.1.proj.weight")->dims, (std::vector<int64_t>{2, 8}));
+  EXPECT_NE(file.find_tensor("blk.1.post_norm.weight"), nullptr);
+}
+
+TEST(HfDirectory, Gemma4ExpertTensorsAsTheConverterMapsThem) {
+  TinyDirectory d = TinyDirectory::gemma4();
+  text_config(d).update({{"enable_moe_block", true}, {"num_experts", 2}, {"top_k_experts", 1}, {"moe_intermediate_size", 4}});
+  for (const std::string l : {"model.language_model.layers.0.", "model.language_model.layers.1."}) {
+    d.tensors[l + "router.proj.weight"] = {"BF16", {2, 8}, 0.5f};
+    d.tensors[l + "router.scale"] = {"BF16", {8}, 0.25f};
+    d.tensors[l + "router.per_expert_scale"] = {"F32", {2}, 0.75f};
+    d.tensors[l + "experts.gate_up_proj"] = {"BF16", {2, 8, 8}};  // experts x (gate, up) x hidden
+    d.tensors[l + "experts.down_proj"] = {"F32", {2, 8, 4}};
+    for (const char* norm : {"pre_feedforward_layernorm_2", "post_feedforward_layernorm_1", "post_feedforward_layernorm_2"}) {
+      d.tensors[l + norm + ".weight"] = {"F32", {8}};
+    }
+  }
+  testing::TempDir dir;
+  d.write(dir);
+  const auto model = Model::load(dir.file(""));
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.n_expert, 2);
+  EXPECT_EQ(c.n_expert_used, 1);
+  EXPECT_EQ(c.n_ff_exp, 4);
+  ASSERT_TRUE(model->layers()[1].experts.has_value());
+  const ExpertWeights& e = *model->layers()[1].experts;
+  EXPECT_EQ(e.router.type, GgmlType::F32);  // the converter keeps the router in F32
+  EXPECT_EQ(e.router_scale, std::vector<float>(8, 0.25f));
+  EXPECT_EQ(e.down_scale, (std::vector<float>{0.75f, 0.75f}));
+  EXPECT_TRUE(e.fused_gate_up());
+  EXPECT_EQ(e.gate_up.type, GgmlType::BF16);  // expert matrices keep their stored type
+  EXPECT_EQ(model->gguf().find_tensor("blk.1.ffn_gate_up_exps.weight")->dims, (std::vector<int64_t>{8, 8, 2}));
+  EXPECT_EQ(model->gguf().find_tensor("blk.1.ffn_down_exps.weight")->dims, (std::vector<int64_t>{4, 8, 2}));
+}
+
 TEST(HfDirectory, RefusesBrokenDirectoriesInOneLine) {
   const TinyDirectory good = TinyDirectory::gemma4();
   ASSERT_EQ(refusal(good), "(accepted)");
@@ -343,7 +400,7 @@ TEST(HfDirectory, RefusesBrokenDirectoriesInOneLine) {
                 .find("has 9 rows but the vocabulary has 10 tokens"),
             std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.tensors["model.language_model.layers.0.self_attn.q_proj.bias"] = {"F32", {8}}; }))
-                .find("tensor 'model.language_model.layers.0.self_attn.q_proj.bias' is not one of a dense Gemma"),
+                .find("tensor 'model.language_model.layers.0.self_attn.q_proj.bias' is not one of a Gemma 3 or Gemma 4 text model"),
             std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.tensors["language_model.model.norm.weight"] = {"F32", {8}}; }))
                 .find("are both output_norm.weight"),
@@ -366,15 +423,8 @@ TEST(HfDirectory, RefusesBrokenDirectoriesInOneLine) {
 
 TEST(HfDirectory, RefusesUnsupportedModelsNamingWhatIsUnsupported) {
   const TinyDirectory good = TinyDirectory::gemma4();
-  EXPECT_NE(refusal(changed(good, [](auto& d) { text_config(d)["hidden_size_per_layer_input"] = 256; }))
-                .find("E-model directories (per-layer embeddings, hidden_size_per_layer_input = 256) are not supported"),
-            std::string::npos);
-  EXPECT_NE(refusal(changed(good, [](auto& d) { text_config(d)["num_kv_shared_layers"] = 1; }))
-                .find("E-model directories (KV-shared layers"),
-            std::string::npos);
-  EXPECT_NE(refusal(changed(good, [](auto& d) { text_config(d)["num_experts"] = 4; })).find("mixture-of-experts model (num_experts = 4)"),
-            std::string::npos);
-  EXPECT_NE(refusal(changed(good, [](auto& d) { text_config(d)["enable_moe_block"] = true; })).find("mixture-of-experts"),
+  EXPECT_NE(refusal(changed(good, [](auto& d) { text_config(d)["use_bidirectional_attention"] = "all"; }))
+                .find("makes an encoder"),
             std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.config["architectures"] = {"LlamaForCausalLM"}; }))
                 .find("architecture 'LlamaForCausalLM' is not supported"),
@@ -396,6 +446,8 @@ TEST(HfDirectory, RefusesBrokenGemma3Directories) {
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.config["query_pre_attn_scalar"] = 16; })).find("query_pre_attn_scalar = 16"),
             std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.config["attn_logit_softcapping"] = 50.0; })).find("attn_logit_softcapping"),
+            std::string::npos);
+  EXPECT_NE(refusal(changed(good, [](auto& d) { d.config["num_experts"] = 4; })).find("Gemma 3 has no mixture-of-experts"),
             std::string::npos);
   EXPECT_NE(refusal(changed(good, [](auto& d) { d.tensors.erase("model.layers.1.self_attn.v_proj.weight"); }))
                 .find("tensor 'blk.1.attn_v.weight' (model.layers.1.self_attn.v_proj.weight in the directory) is missing"),
