@@ -32,14 +32,22 @@ void softmax(const float* x, float* y, int n) {
 }
 
 // The router's dot products are scalar code in llama.cpp's lane order. FMA is exact wherever it
-// runs, so these are compiled once more for CPUs with FMA, where std::fma is one
-// instruction and the 16 lanes vectorize, instead of a libm call per product; the results are
-// the same bits on every clone.
-#define CHANNEL_FMA_CLONES __attribute__((target_clones("fma", "default")))
+// runs, so each body is compiled once more for CPUs with FMA, where std::fma is one instruction
+// and the 16 lanes vectorize, instead of a libm call per product; both give the same bits. The
+// choice is a plain branch, not GCC's target_clones: its ifunc resolvers run while the dynamic
+// loader relocates, before ThreadSanitizer's runtime has started, and crashed every TSan binary
+// that linked this file.
+#define CHANNEL_INLINE_BODY inline __attribute__((always_inline))
+#define CHANNEL_FMA_BUILD __attribute__((target("fma")))
+
+bool cpu_has_fma() {
+  static const bool has_fma = __builtin_cpu_supports("fma");
+  return has_fma;
+}
 
 // llamafile's tinyBLAS F32 kernel (AVX-512 build): 16 lanes, lane j adds w[i] * x[i] for i = j
 // mod 16 by FMA, then _mm512_reduce_add_ps.
-CHANNEL_FMA_CLONES float dot_f32_tinyblas(const float* w, const float* x, int64_t n) {
+CHANNEL_INLINE_BODY float tinyblas_body(const float* w, const float* x, int64_t n) {
   float lanes[16] = {};
   for (int64_t i = 0; i < n; i += 16) {
     for (int j = 0; j < 16; ++j) lanes[j] = std::fma(w[i + j], x[i + j], lanes[j]);
@@ -50,7 +58,7 @@ CHANNEL_FMA_CLONES float dot_f32_tinyblas(const float* w, const float* x, int64_
 // ggml_vec_dot_f32 (AVX-512 build): four sets of 16 lanes take the four 16-value parts of each
 // 64 values by FMA; sets 0+2 and 1+3, then the two, then _mm512_reduce_add_ps; the values past
 // the last 64 are added as rounded products.
-CHANNEL_FMA_CLONES float dot_f32_vec_dot(const float* w, const float* x, int64_t n) {
+CHANNEL_INLINE_BODY float vec_dot_body(const float* w, const float* x, int64_t n) {
   float sets[4][16] = {};
   const int64_t whole = n / 64 * 64;
   for (int64_t i = 0; i < whole; i += 64) {
@@ -63,6 +71,22 @@ CHANNEL_FMA_CLONES float dot_f32_vec_dot(const float* w, const float* x, int64_t
   float sum = sum_16_lanes_in_reduce_order(lanes);
   for (int64_t i = whole; i < n; ++i) sum += w[i] * x[i];
   return sum;
+}
+
+CHANNEL_FMA_BUILD float tinyblas_with_fma(const float* w, const float* x, int64_t n) {
+  return tinyblas_body(w, x, n);
+}
+
+CHANNEL_FMA_BUILD float vec_dot_with_fma(const float* w, const float* x, int64_t n) {
+  return vec_dot_body(w, x, n);
+}
+
+float dot_f32_tinyblas(const float* w, const float* x, int64_t n) {
+  return cpu_has_fma() ? tinyblas_with_fma(w, x, n) : tinyblas_body(w, x, n);
+}
+
+float dot_f32_vec_dot(const float* w, const float* x, int64_t n) {
+  return cpu_has_fma() ? vec_dot_with_fma(w, x, n) : vec_dot_body(w, x, n);
 }
 
 // Groups the (token, choice) pairs by expert: expert e's rows of the grouped buffers are
