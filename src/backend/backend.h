@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,6 +78,24 @@ struct Logits {
   bool operator==(const Logits&) const = default;
 };
 
+// A matrix of float rows kept in a backend's own memory, and every row's dot product with a
+// vector: episodic memory's centroid scan (engine/centroid_scan.h) on a device whose memory is
+// not the host's, so that a recall streams the centroids from device memory instead of
+// copying them there each time. Rows are written as episodes are committed.
+class RowDotTable {
+ public:
+  virtual ~RowDotTable() = default;
+  virtual size_t rows() const = 0;
+  virtual size_t width() const = 0;
+  // Overwrites rows [first_row, first_row + values.size() / width()). Throws channel::Error when
+  // they do not fit the table.
+  virtual void write_rows(size_t first_row, std::span<const float> values) = 0;
+  // out[r] = Σ_i row r[i] · vector[i] for the first out.size() rows, summed in float (in the
+  // device's order: within the bound core/row_dots.h states for the CPU's). Throws
+  // channel::Error when the sizes do not fit the table.
+  virtual void dot_rows(std::span<const float> vector, std::span<float> out) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -93,6 +112,12 @@ class Backend {
   // Writes `blob` back into its slots. Throws channel::Error, with nothing changed, when the
   // blob does not fit this model and geometry (layer count, sizes, slots, positions).
   virtual void write_kv(const KvBlob& blob) = 0;
+
+  // A table of `rows` rows of `width` floats in this backend's memory (unset values zero), or
+  // nullptr where the backend computes in host memory: there the scan reads the host's rows in
+  // place (core/row_dots.h), and a copy would only double them. The table must not outlive the
+  // backend. Throws channel::Error when the device has no room for it.
+  virtual std::unique_ptr<RowDotTable> make_row_dot_table(size_t rows, size_t width) = 0;
 
   // What the backend runs on, for logs, STATUS (is_gpu) and benchmark reports.
   virtual std::string description() const = 0;

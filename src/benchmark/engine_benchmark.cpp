@@ -17,6 +17,7 @@
 #include "core/split_mix.h"
 #include "core/unit_length.h"
 #include "core/thread_pool.h"
+#include "engine/centroid_scan.h"
 #include "engine/episode_format.h"
 #include "engine/episode_scoring.h"
 #include "engine/episode_stage.h"
@@ -244,9 +245,19 @@ class Bench {
     result_.memory_scan_ms = repeat(fmt::format("memory scan, {} episodes (ms)", kMemoryScanEpisodes), [&] {
       flush_from_caches(store.centroid_rows());
       const auto start = Clock::now();
-      best_episodes(store, query, now_ms, kv::kRecallSlots, pool);
+      best_episodes(store, centroid_cosines(store, query, pool), now_ms, kv::kRecallSlots);
       return 1000.0 * seconds_since(start);
     });
+    CentroidScan backend_scan(store, backend_, options_.memory_scan_threads);
+    backend_scan.cosines(query);
+    if (backend_scan.on_device()) {
+      result_.memory_scan_device_ms =
+          repeat(fmt::format("memory scan on the device, {} episodes (ms)", kMemoryScanEpisodes), [&] {
+            const auto start = Clock::now();
+            best_episodes(store, backend_scan.cosines(query), now_ms, kv::kRecallSlots);
+            return 1000.0 * seconds_since(start);
+          });
+    }
     result_.memory_scan_episodes = kMemoryScanEpisodes;
     result_.memory_scan_width = width;
     result_.memory_scan_bytes = uint64_t{kMemoryScanEpisodes} * width * sizeof(float);

@@ -49,6 +49,8 @@ void print_table(const BenchCliOptions& o, const BenchmarkResult& r, const Backe
             fmt::format("width {}, {:.1f} MB of centroids, {:.2f} GB/s = {:.0f}% of the {:.2f} GB/s {} CPU threads read",
                         r.memory_scan_width, r.memory_scan_bytes / 1e6, r.memory_scan_gb_s(),
                         100 * r.memory_scan_bandwidth_fraction(), r.memory_read_gb_s, r.memory_scan_threads));
+  print_row(fmt::format("memory scan on GPU, {} episodes", r.memory_scan_episodes), r.memory_scan_device_ms, "ms",
+            fmt::format("the same centroids in device memory, {:.2f} GB/s", r.memory_scan_device_gb_s()));
   fmt::print("episode store: {} bytes ({:.2f} MiB) per 64-token episode on disk\n", r.memory_episode_disk_bytes,
              r.memory_episode_disk_bytes / 1048576.0);
 }
@@ -79,6 +81,8 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
       {"memory_scan_threads", r.memory_scan_threads},
       {"memory_read_gb_s", r.memory_read_gb_s},
       {"memory_scan_bandwidth_fraction", r.memory_scan_bandwidth_fraction()},
+      {"memory_scan_device_ms", median_json(r.memory_scan_device_ms)},
+      {"memory_scan_device_gb_s", r.memory_scan_device_gb_s()},
       {"memory_episode_disk_bytes", r.memory_episode_disk_bytes},
   };
   if (!r.session_skipped.empty()) j["session_skipped"] = r.session_skipped;
@@ -88,7 +92,8 @@ nlohmann::json result_json(const BenchCliOptions& o, const BenchmarkResult& r, c
                  {"probe_ms", summary_json(r.probe_ms)},
                  {"snapshot_save_ms", summary_json(r.snapshot_save_ms)},
                  {"snapshot_load_ms", summary_json(r.snapshot_load_ms)},
-                 {"memory_scan_ms", summary_json(r.memory_scan_ms)}};
+                 {"memory_scan_ms", summary_json(r.memory_scan_ms)},
+                 {"memory_scan_device_ms", summary_json(r.memory_scan_device_ms)}};
   return j;
 }
 

@@ -37,15 +37,21 @@ std::vector<float> centroid_cosines(const EpisodeStore& store, std::span<const f
         dot_rows_f32(matrix.subspan(first * width, rows * width), query, std::span(by_row).subspan(first, rows));
       },
       kScanRowGrain);
-  std::vector<float> cosines(n);
-  for (size_t i = 0; i < n; ++i) cosines[i] = by_row[store.centroid_row(i)];
-  return cosines;
+  return in_episode_order(store, by_row);
 }
 
-std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> query, int64_t now_ms, size_t k,
-                                  ThreadPool& pool) {
+std::vector<float> in_episode_order(const EpisodeStore& store, std::span<const float> by_row) {
+  const size_t n = store.episodes().size();
+  if (by_row.size() != n) fail("{} values for the rows of {} episodes", by_row.size(), n);
+  std::vector<float> ordered(n);
+  for (size_t i = 0; i < n; ++i) ordered[i] = by_row[store.centroid_row(i)];
+  return ordered;
+}
+
+std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> cosines, int64_t now_ms,
+                                  size_t k) {
   const auto& episodes = store.episodes();
-  const std::vector<float> cosines = centroid_cosines(store, query, pool);
+  if (cosines.size() != episodes.size()) fail("{} cosines for {} episodes", cosines.size(), episodes.size());
   std::vector<double> scores(episodes.size());
   for (size_t i = 0; i < episodes.size(); ++i) scores[i] = episode_score(cosines[i], episodes[i], now_ms);
   std::vector<size_t> order(episodes.size());

@@ -28,8 +28,12 @@ double episode_score(double cosine, const Episode& episode, int64_t now_ms);
 // when the query's width is not the centroids'.
 std::vector<float> centroid_cosines(const EpisodeStore& store, std::span<const float> query, ThreadPool& pool);
 
-// The indices into store.episodes() of the best `k` episodes, best first (ties: the older first).
-std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> query, int64_t now_ms, size_t k,
-                                  ThreadPool& pool);
+// Values given per centroid row (store.centroid_rows()) put in store.episodes() order.
+std::vector<float> in_episode_order(const EpisodeStore& store, std::span<const float> by_row);
+
+// The indices into store.episodes() of the best `k` episodes, best first (ties: the older
+// first), given each one's cosine with the query (centroid_cosines, or centroid_scan.h).
+std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> cosines, int64_t now_ms,
+                                  size_t k);
 
 }  // namespace channel

@@ -32,6 +32,7 @@ void EpisodeStore::keep_centroid(const std::vector<float>& centroid) {
   } else if (centroid.size() != centroid_width_) {
     fail("an episode's centroid has {} dimensions, the store's {}", centroid.size(), centroid_width_);
   }
+  ++centroids_kept_;
   if (episodes_.size() < capacity_) {
     centroids_.insert(centroids_.end(), centroid.begin(), centroid.end());
     return;

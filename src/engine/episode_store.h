@@ -39,6 +39,10 @@ class EpisodeStore {
   std::span<const float> centroid_rows() const { return centroids_; }
   size_t centroid_width() const { return centroid_width_; }
   size_t centroid_row(size_t episode_index) const { return (first_row_ + episode_index) % episodes_.size(); }
+  // Centroids kept so far (every add and restore keeps one): the k-th (from 0) went into row
+  // k % capacity(), which is how a copy of the rows elsewhere (engine/centroid_scan.h) finds the
+  // rows written since it last looked.
+  uint64_t centroids_kept() const { return centroids_kept_; }
 
  private:
   void keep_centroid(const std::vector<float>& centroid);
@@ -53,6 +57,7 @@ class EpisodeStore {
   std::vector<float> centroids_;
   size_t centroid_width_ = 0;
   size_t first_row_ = 0;
+  uint64_t centroids_kept_ = 0;
 };
 
 }  // namespace channel

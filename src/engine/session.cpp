@@ -37,6 +37,7 @@ Session::Session(std::shared_ptr<const Model> model, Backend& backend, SessionCo
       config_(config),
       context_(backend, model_->config()),
       sampler_(config.sampler),
+      scan_(std::make_unique<CentroidScan>(episodes_, backend, 1)),
       period_(tokenizer_.find_token(".")),
       question_(tokenizer_.find_token("?")),
       exclamation_(tokenizer_.find_token("!")) {

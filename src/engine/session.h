@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "core/thread_pool.h"
+#include "engine/centroid_scan.h"
 #include "engine/elastic_yield.h"
 #include "engine/episode_stage.h"
 #include "engine/episode_file.h"
@@ -185,9 +186,8 @@ class Session {
   EpisodeStore episodes_;
   bool memory_enabled_ = true;
   std::unique_ptr<EpisodeFile> episode_file_;  // with --memory: where commits are appended
-  // A recall's scan runs between backend calls, never during one, so these threads and the CPU
-  // backend's take turns.
-  std::unique_ptr<ThreadPool> scan_pool_ = std::make_unique<ThreadPool>(1);
+  // The scan of episodes_ (configure_memory makes it anew with the store).
+  std::unique_ptr<CentroidScan> scan_;
   std::atomic<bool> abort_{false};
 
   bool turn_open_ = false;             // the model's turn has begun and not ended

@@ -19,7 +19,7 @@ std::vector<std::string> Session::configure_memory(const EpisodicMemoryOptions& 
   episodes_ = std::move(store);
   episode_file_ = std::move(file);
   memory_enabled_ = options.enabled;
-  scan_pool_ = std::make_unique<ThreadPool>(options.scan_threads);
+  scan_ = std::make_unique<CentroidScan>(episodes_, context_.backend(), options.scan_threads);
   return episode_file_ ? episode_file_->notices() : std::vector<std::string>{};
 }
 

@@ -61,6 +61,7 @@ class StreamContext {
   const kv::KvRing& ring() const { return ring_; }
   int64_t clock() const { return ring_.clock(); }
   const Backend& backend() const { return backend_; }
+  Backend& backend() { return backend_; }
 
  private:
   void apply(const std::vector<kv::Rotation>& rotations);

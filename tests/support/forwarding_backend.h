@@ -17,6 +17,9 @@ class ForwardingBackend : public Backend {
   void rotate_keys(std::span<const uint32_t> slots, int64_t delta) override { inner_.rotate_keys(slots, delta); }
   void read_kv(std::span<const uint32_t> slots, KvBlob& out) const override { inner_.read_kv(slots, out); }
   void write_kv(const KvBlob& blob) override { inner_.write_kv(blob); }
+  std::unique_ptr<RowDotTable> make_row_dot_table(size_t rows, size_t width) override {
+    return inner_.make_row_dot_table(rows, width);
+  }
   std::string description() const override { return inner_.description(); }
   bool is_gpu() const override { return inner_.is_gpu(); }
 

@@ -29,6 +29,9 @@ class CpuBackend final : public Backend {
   void read_kv(std::span<const uint32_t> slots, KvBlob& out) const override;
   void write_kv(const KvBlob& blob) override;
 
+  // nullptr: the memory scan reads the store's own rows in host memory.
+  std::unique_ptr<RowDotTable> make_row_dot_table(size_t, size_t) override { return nullptr; }
+
   std::string description() const override;
   bool is_gpu() const override { return false; }
 

@@ -14,6 +14,7 @@
 
 #include "backend/backend_checks.h"
 #include "backend/vulkan/device_matrix.h"
+#include "backend/vulkan/row_dot_table.h"
 #include "backend/vulkan/shader_push.h"
 #include "core/error.h"
 #include "model/gelu_table.h"
@@ -1016,6 +1017,10 @@ void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const 
       values.assign(rows, rows + static_cast<size_t>(n) * width);
     }
   }
+}
+
+std::unique_ptr<RowDotTable> VulkanBackend::make_row_dot_table(size_t rows, size_t width) {
+  return std::make_unique<VulkanRowDotTable>(*device_, *matmul_, *transfer_, rows, width);
 }
 
 void VulkanBackend::write_kv(const KvBlob& blob) {

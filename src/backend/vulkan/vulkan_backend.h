@@ -43,6 +43,7 @@ class VulkanBackend final : public Backend {
   void rotate_keys(std::span<const uint32_t> slots, int64_t delta) override;
   void read_kv(std::span<const uint32_t> slots, KvBlob& out) const override;
   void write_kv(const KvBlob& blob) override;
+  std::unique_ptr<RowDotTable> make_row_dot_table(size_t rows, size_t width) override;
   std::string description() const override;
   bool is_gpu() const override { return true; }
 

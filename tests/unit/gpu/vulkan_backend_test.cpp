@@ -7,13 +7,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <functional>
 
 #include "core/split_mix.h"
+#include "core/thread_pool.h"
+#include "core/unit_length.h"
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/vulkan/vulkan_backend.h"
+#include "engine/centroid_scan.h"
+#include "engine/episode_scoring.h"
 #include "engine/stream_context.h"
 #include "gpu_test_support.h"
 #include "relative_l2.h"
@@ -250,6 +255,38 @@ TEST(VulkanBackend, CandidateLogitsAreTheirColumnsOfTheFullLogits) {
   stream.append(tokens, LogitsWanted::Candidates, some, candidates);
   ASSERT_EQ(some.n_cols, static_cast<int64_t>(candidates.size()));
   for (size_t i = 0; i < candidates.size(); ++i) EXPECT_EQ(some.values[i], full.values[candidates[i]]) << i;
+}
+
+TEST(VulkanBackend, TheMemoryScanRunsOnTheDeviceAsTheHostScan) {
+  TempDir dir;
+  const auto model = small_model(dir, ModelArch::Gemma4, GgmlType::Q8_0);
+  VULKAN_BACKEND_OR_SKIP(gpu, model);
+  const auto width = static_cast<size_t>(model->config().n_embd);
+  SplitMix64 random(21);
+  const auto unit_vector = [&] {
+    std::vector<float> v(width);
+    for (float& x : v) x = random.normal();
+    scale_to_unit_length(v);
+    return v;
+  };
+  EpisodeStore store(50);
+  CentroidScan scan(store, *gpu, 1);
+  ThreadPool pool(1);
+  // Unit-length vectors: each float cosine within width · FLT_EPSILON of the exact one in any
+  // order of summation, so the two scans within twice that.
+  const double tolerance = 2.0 * (static_cast<double>(width) + 4) * FLT_EPSILON;
+  for (int commits : {30, 43}) {  // the store fills, then its ring turns
+    for (int i = 0; i < commits; ++i) {
+      Episode episode;
+      episode.centroid = unit_vector();
+      store.add(std::move(episode));
+    }
+    const std::vector<float> query = unit_vector();
+    const std::vector<float> device = scan.cosines(query), host = centroid_cosines(store, query, pool);
+    EXPECT_TRUE(scan.on_device());
+    ASSERT_EQ(device.size(), host.size());
+    for (size_t i = 0; i < host.size(); ++i) EXPECT_NEAR(device[i], host[i], tolerance) << "episode " << i;
+  }
 }
 
 TEST(VulkanBackend, ProbePastTheScratchSlotsLeavesAWrappedRingAsItWas) {

@@ -292,8 +292,10 @@ int serve_through_unknown_exception(const std::string& model_path) {
   host.send(1, text_input("Hello"));
   host.send(2, p::Ping{});
   // Served on this thread: the requests are in the pipe, which stays open (no EOF).
-  const int code =
-      serve(engine.session, ServerOptions{.input_fd = input.read_end, .output_fd = output.write_end});
+  ServerOptions options;
+  options.input_fd = input.read_end;
+  options.output_fd = output.write_end;
+  const int code = serve(engine.session, options);
   host.wait_for<p::Status>(0);
   host.wait_for_error(1);
   return ::testing::Test::HasFailure() ? 3 : code;
