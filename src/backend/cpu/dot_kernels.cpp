@@ -321,16 +321,127 @@ constexpr size_t kSmallBatchTokens = kOrder == QuantAccumulation::kEightLanes ? 
 // on into the next tile's rows.
 constexpr int64_t kPrefetchBlocks = 16;
 
-template <class Rows, QuantAccumulation kOrder, size_t kTokens>
-HWY_NOINLINE void SmallBatchTokens(const DotRowsJob& job, const SmallBatchTile& tile, int64_t t0) {
-  const PreparedActivations& x = *job.activations;
-  const D16 d16;
-  const WideQ8Block* x_blocks[kTokens];
-  const float* x_scales[kTokens];
-  for (size_t t = 0; t < kTokens; ++t) {
-    x_blocks[t] = x.wide_blocks(t0 + t);
-    x_scales[t] = x.q8_scales(t0 + t);
+// The int32 partials of one block of a tile's rows with each token's activations (lane j of row
+// r: the sum of the products of elements 4j..4j+3), for SmallBatchTokens. Exact integers: how
+// they are computed does not change a result bit.
+template <class Rows, size_t kTokens>
+class BlockProducts {
+ public:
+  BlockProducts(const PreparedActivations& x, int64_t t0) {
+    for (size_t t = 0; t < kTokens; ++t) x_blocks_[t] = x.wide_blocks(t0 + t);
   }
+
+  // Unpacks block b of every row of the tile once, for all the tokens.
+  HWY_INLINE void LoadWeights(const SmallBatchTile& tile, int64_t b) {
+    b_ = b;
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) w_[r] = Rows::Unpack(tile.rows[r] + b * Rows::kBlockBytes);
+  }
+
+  HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
+    const D16 d16;
+    const WideQ8Block& xb = x_blocks_[t][b_];
+    for (size_t p = 0; p < kParts; ++p) {
+      const V16 x_even = hn::LoadU(d16, xb.even + p * hn::Lanes(d16));
+      const V16 x_odd = hn::LoadU(d16, xb.odd + p * hn::Lanes(d16));
+      for (int64_t r = 0; r < kSmallBatchRows; ++r) {
+        partials[r][p] = BlockPartials(w_[r].even[p], w_[r].odd[p], x_even, x_odd);
+      }
+    }
+  }
+
+ private:
+  const WideQ8Block* x_blocks_[kTokens];
+  UnpackedBlock w_[kSmallBatchRows];
+  int64_t b_ = 0;
+};
+
+#if HWY_TARGET == HWY_AVX3_DL
+// AVX512-VNNI (every CPU Highway runs its AVX3_DL target on has it): VPDPBUSD multiplies 32
+// unsigned bytes by 32 signed ones and adds each group of four products into its int32 lane,
+// which is the lane layout above, in one instruction where the int16 path takes several. Its
+// first operand must be unsigned: Q4_0's nibbles are (0..15), the -8 of every weight added as
+// 8 x (-x) (activations are within +-127, so -x is a byte); Q8_0 weights enter as |w| with the
+// activation's sign flipped where w < 0 (ggml's trick for its own VNNI kernels).
+#define CHANNEL_SMALL_BATCH_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+static_assert(kParts == 1, "a block's 32 bytes are one 256-bit vector");
+
+template <size_t kTokens>
+class VnniBlockProducts {
+ public:
+  VnniBlockProducts(const PreparedActivations& x, int64_t t0) {
+    for (size_t t = 0; t < kTokens; ++t) x_blocks_[t] = x.q8_blocks(t0 + t);
+  }
+
+ protected:
+  HWY_INLINE __m256i Activations(size_t t) const {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_blocks_[t][b_].qs));
+  }
+
+  const BlockQ8_0* x_blocks_[kTokens];
+  int64_t b_ = 0;
+};
+
+template <size_t kTokens>
+class BlockProducts<Q4_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
+ public:
+  using VnniBlockProducts<kTokens>::VnniBlockProducts;
+
+  CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void LoadWeights(const SmallBatchTile& tile, int64_t b) {
+    this->b_ = b;
+    const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) {
+      // Byte i holds element i (low nibble) and element i + 16 (high nibble).
+      const __m128i packed = _mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(tile.rows[r] + b * Q4_0Rows::kBlockBytes + offsetof(BlockQ4_0, qs)));
+      w_[r] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low_nibbles);
+    }
+  }
+
+  CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
+    const __m256i x = this->Activations(t);
+    const __m256i offsets = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8),
+                                                _mm256_sub_epi8(_mm256_setzero_si256(), x));
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) partials[r][0] = V32{_mm256_dpbusd_epi32(offsets, w_[r], x)};
+  }
+
+ private:
+  __m256i w_[kSmallBatchRows];
+};
+
+template <size_t kTokens>
+class BlockProducts<Q8_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
+ public:
+  using VnniBlockProducts<kTokens>::VnniBlockProducts;
+
+  CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void LoadWeights(const SmallBatchTile& tile, int64_t b) {
+    this->b_ = b;
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) {
+      w_[r] = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(tile.rows[r] + b * Q8_0Rows::kBlockBytes + offsetof(BlockQ8_0, qs)));
+    }
+  }
+
+  CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
+    const __m256i x = this->Activations(t);
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) {
+      partials[r][0] = V32{_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w_[r]), _mm256_sign_epi8(x, w_[r]))};
+    }
+  }
+
+ private:
+  __m256i w_[kSmallBatchRows];
+};
+#else
+#define CHANNEL_SMALL_BATCH_ATTR
+#endif
+
+template <class Rows, QuantAccumulation kOrder, size_t kTokens>
+CHANNEL_SMALL_BATCH_ATTR HWY_NOINLINE void SmallBatchTokens(const DotRowsJob& job, const SmallBatchTile& tile,
+                                                            int64_t t0) {
+  const PreparedActivations& x = *job.activations;
+  const float* x_scales[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) x_scales[t] = x.q8_scales(t0 + t);
+  BlockProducts<Rows, kTokens> products(x, t0);
   SmallBatchSums<kOrder, kTokens> sums;
   const int64_t n_blocks = x.cols() / kQuantBlock;
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -340,18 +451,10 @@ HWY_NOINLINE void SmallBatchTokens(const DotRowsJob& job, const SmallBatchTile& 
                                      : tile.next_rows[r] + (ahead - n_blocks) * Rows::kBlockBytes);
     }
     const TileScales w_scales = LoadTileScales<Rows>(tile, b);
-    UnpackedBlock w[kSmallBatchRows];
-    for (int64_t r = 0; r < kSmallBatchRows; ++r) w[r] = Rows::Unpack(tile.rows[r] + b * Rows::kBlockBytes);
+    products.LoadWeights(tile, b);
     for (size_t t = 0; t < kTokens; ++t) {
-      const WideQ8Block& xb = x_blocks[t][b];
       V32 partials[kSmallBatchRows][kParts];
-      for (size_t p = 0; p < kParts; ++p) {
-        const V16 x_even = hn::LoadU(d16, xb.even + p * hn::Lanes(d16));
-        const V16 x_odd = hn::LoadU(d16, xb.odd + p * hn::Lanes(d16));
-        for (int64_t r = 0; r < kSmallBatchRows; ++r) {
-          partials[r][p] = BlockPartials(w[r].even[p], w[r].odd[p], x_even, x_odd);
-        }
-      }
+      products.Partials(t, partials);
       sums.Add(t, partials, w_scales, x_scales[t][b]);
     }
   }
