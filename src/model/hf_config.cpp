@@ -82,17 +82,28 @@ std::string architecture_of(const JsonObject& config) {
   return *arch;
 }
 
-ModelArch arch_of(const std::string& architecture, const std::string& where) {
-  if (architecture == "Gemma3ForCausalLM" || architecture == "Gemma3ForConditionalGeneration") return ModelArch::Gemma3;
-  if (architecture == "Gemma4ForCausalLM" || architecture == "Gemma4ForConditionalGeneration") return ModelArch::Gemma4;
+// The transformers config class that AutoConfig builds for an architecture: its defaults are what
+// the converter sees for the keys a config.json leaves out.
+enum class TextConfigClass { Gemma3Text, Gemma4Text, Gemma4UnifiedText };
+
+TextConfigClass config_class_of(const std::string& architecture, const std::string& where) {
+  if (architecture == "Gemma3ForCausalLM" || architecture == "Gemma3ForConditionalGeneration") return TextConfigClass::Gemma3Text;
+  if (architecture == "Gemma4ForCausalLM" || architecture == "Gemma4ForConditionalGeneration") return TextConfigClass::Gemma4Text;
+  // The 12B "unified" (encoder-free) model: conversion/gemma.py's Gemma4UnifiedModel is a
+  // Gemma4Model with model_arch GEMMA4, so its text decoder converts as any Gemma 4's.
+  if (architecture == "Gemma4UnifiedForConditionalGeneration") return TextConfigClass::Gemma4UnifiedText;
   fail("{}: architecture '{}' is not supported: Channel reads Gemma3ForCausalLM, Gemma3ForConditionalGeneration, "
-       "Gemma4ForCausalLM and Gemma4ForConditionalGeneration directories",
+       "Gemma4ForCausalLM, Gemma4ForConditionalGeneration and Gemma4UnifiedForConditionalGeneration directories",
        where, architecture);
+}
+
+ModelArch arch_of(TextConfigClass config_class) {
+  return config_class == TextConfigClass::Gemma3Text ? ModelArch::Gemma3 : ModelArch::Gemma4;
 }
 
 // TextModel.__init__: hparams = {**config, **config["text_config"]}, where config is transformers'
 // to_dict(): every key the file leaves out has its config class's default.
-json text_hparams(const JsonObject& config, ModelArch arch) {
+json text_hparams(const JsonObject& config, TextConfigClass config_class) {
   json hparams = config.value();
   if (const auto text = config.optional_object("text_config")) {
     for (const auto& [key, value] : text->value().items()) hparams[key] = value;
@@ -100,18 +111,18 @@ json text_hparams(const JsonObject& config, ModelArch arch) {
   const auto set_default = [&](const char* key, json value) {
     if (!hparams.contains(key)) hparams[key] = std::move(value);
   };
-  // The defaults both config classes share.
+  // The defaults all three config classes share.
   set_default("num_attention_heads", 8);
   set_default("num_key_value_heads", 4);
   set_default("head_dim", 256);
   set_default("hidden_activation", "gelu_pytorch_tanh");
-  set_default("max_position_embeddings", 131072);
   set_default("rms_norm_eps", 1e-6);
   set_default("hidden_size", 2304);
   set_default("intermediate_size", 9216);
-  if (arch == ModelArch::Gemma3) {
+  if (config_class == TextConfigClass::Gemma3Text) {
     set_default("vocab_size", 262208);
     set_default("num_hidden_layers", 26);
+    set_default("max_position_embeddings", 131072);
     set_default("rope_theta", 1'000'000.0);
     set_default("rope_local_base_freq", 10'000.0);
     set_default("query_pre_attn_scalar", 256);
@@ -121,17 +132,26 @@ json text_hparams(const JsonObject& config, ModelArch arch) {
   }
   set_default("vocab_size", 262144);
   set_default("num_hidden_layers", 30);
-  set_default("sliding_window", 512);
-  set_default("hidden_size_per_layer_input", 256);  // so a dense model's config says 0
   set_default("num_kv_shared_layers", 0);
   set_default("attention_k_eq_v", false);
+  set_default("rope_parameters", json{{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10'000.0}}},
+                                      {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25},
+                                                          {"rope_theta", 1'000'000.0}}}});
+  if (config_class == TextConfigClass::Gemma4UnifiedText) {
+    // Gemma4UnifiedTextConfig (configuration_gemma4_unified.py) has no per-layer-input or expert
+    // attributes, so a config without them has none: the converter's hparams.get(...) or 0 and
+    // find_hparam(optional=True) write 0 and no expert keys.
+    set_default("max_position_embeddings", 262144);
+    set_default("sliding_window", 1024);
+    return hparams;
+  }
+  set_default("max_position_embeddings", 131072);
+  set_default("sliding_window", 512);
+  set_default("hidden_size_per_layer_input", 256);  // so a dense model's config says 0
   // None in to_dict(), so the converter's find_hparam stops at them and writes no expert keys.
   set_default("num_experts", nullptr);
   set_default("top_k_experts", nullptr);
   set_default("moe_intermediate_size", nullptr);
-  set_default("rope_parameters", json{{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10'000.0}}},
-                                      {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25},
-                                                          {"rope_theta", 1'000'000.0}}}});
   return hparams;
 }
 
@@ -330,7 +350,10 @@ void set_gemma4_keys(ArchMetadata& out, HfModelDescription& model, const JsonObj
   out.set_u32("attention.value_length", head_dim_full);
   out.set_u32("attention.key_length_swa", head_dim_swa);
   out.set_u32("attention.value_length_swa", head_dim_swa);
-  // find_hparam without optional=True: to_dict() always holds moe_intermediate_size (None when dense).
+  // find_hparam without optional=True: Gemma4TextConfig's to_dict() always holds
+  // moe_intermediate_size (None when dense). Gemma4UnifiedTextConfig's holds it only when the file
+  // does (the 12B's conversion script writes None); without it the converter stops with a
+  // KeyError, and Channel reads the model as having no experts, which is what it is.
   if (const auto n_ff_exp = find_hparam(hparams, {"expert_intermediate_size", "moe_intermediate_size"}, kMaxSize)) {
     out.set_u32("expert_feed_forward_length", *n_ff_exp);
   }
@@ -366,8 +389,9 @@ void set_gemma4_keys(ArchMetadata& out, HfModelDescription& model, const JsonObj
 HfModelDescription describe_hf_model(const json& config_json, const std::string& where) {
   const JsonObject config(config_json, where);
   HfModelDescription model;
-  model.arch = arch_of(architecture_of(config), where);
-  model.hparams = text_hparams(config, model.arch);
+  const TextConfigClass config_class = config_class_of(architecture_of(config), where);
+  model.arch = arch_of(config_class);
+  model.hparams = text_hparams(config, config_class);
   const JsonObject hparams(model.hparams, where);
   refuse_unsupported(hparams, model.arch);
   const json rope_json = rope_parameters_of(hparams);

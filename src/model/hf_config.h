@@ -7,18 +7,20 @@
 // The converter reads the config through transformers (AutoConfig.from_pretrained(...).to_dict()),
 // so a key the file leaves out has the value of transformers' config class, not the converter's
 // own fallback: published configs are saved with only the keys that differ from those defaults
-// (Gemma 3 4B's text_config has six). The defaults used here are Gemma3TextConfig's and
-// Gemma4TextConfig's (transformers' configuration_gemma3.py / configuration_gemma4.py), including
-// Gemma 4's derived ones: layer_types 5 sliding : 1 global with the last layer global,
-// global_head_dim 512 (or per_layer_config's), the global KV heads only with attention_k_eq_v,
-// hidden_size_per_layer_input 256 (a dense config says 0), and num_experts / top_k_experts /
+// (Gemma 3 4B's text_config has six). The defaults used here are Gemma3TextConfig's,
+// Gemma4TextConfig's and Gemma4UnifiedTextConfig's (transformers' configuration_gemma3.py,
+// configuration_gemma4.py, configuration_gemma4_unified.py), including Gemma 4's derived ones:
+// layer_types 5 sliding : 1 global with the last layer global, global_head_dim 512 (or
+// per_layer_config's), the global KV heads only with attention_k_eq_v, hidden_size_per_layer_input
+// 256 (a dense config says 0; the unified class has none, so 0), and num_experts / top_k_experts /
 // moe_intermediate_size None.
 //
-// Supported: Gemma3ForCausalLM, Gemma3ForConditionalGeneration (text part), Gemma4ForCausalLM and
-// Gemma4ForConditionalGeneration (text part): dense models, E-models (per-layer embeddings,
-// KV-shared layers, the double-wide MLP) and mixtures of experts. Refused, naming the feature:
-// other architectures, RoPE scalings other than linear, activations other than GELU-tanh, and
-// bidirectional (encoder) attention.
+// Supported: Gemma3ForCausalLM, Gemma3ForConditionalGeneration (text part), Gemma4ForCausalLM,
+// Gemma4ForConditionalGeneration (text part) and Gemma4UnifiedForConditionalGeneration (the 12B's
+// text decoder, which the converter converts as Gemma 4's): dense models, E-models (per-layer
+// embeddings, KV-shared layers, the double-wide MLP) and mixtures of experts. Refused, naming the
+// feature: other architectures, RoPE scalings other than linear, activations other than
+// GELU-tanh, and bidirectional (encoder) attention.
 #pragma once
 
 #include <optional>

@@ -11,7 +11,7 @@ namespace {
 
 // TextModel.filter_tensors: multimodal parts a text conversion skips (the patterns that can occur
 // in a Gemma 3 or Gemma 4 checkpoint, e.g. vision_tower.*, multi_modal_projector.*,
-// embed_vision.*, audio_tower.*, embed_audio.*).
+// embed_vision.*, audio_tower.*, embed_audio.*, and the 12B's vision_embedder.*).
 bool is_multimodal(std::string_view name) {
   for (std::string_view part : {"vision_", "vision.", "visual.", "audio_", "audio.", "projector.", "patch_embed"}) {
     if (name.find(part) != std::string_view::npos) return true;

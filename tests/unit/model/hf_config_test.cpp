@@ -218,6 +218,86 @@ TEST(HfConfig, Gemma4E4bGeometry) {
   for (const LayerConfig& l : c.layers) EXPECT_EQ(l.n_ff, 10240);
 }
 
+// Gemma 4 12B's config.json, the "unified" encoder-free model (facts §3.1's 12B row): the
+// text_config that transformers' gemma4_unified/convert_gemma4_unified_weights.py builds for its
+// gemma-4-12b variant (including the keys it writes "for BC: not used by the model"), under the
+// Gemma4UnifiedConfig top level with the vision and audio embedders' configs.
+json gemma4_12b() {
+  return {{"architectures", {"Gemma4UnifiedForConditionalGeneration"}},
+          {"model_type", "gemma4_unified"},
+          {"text_config",
+           {{"model_type", "gemma4_unified_text"}, {"hidden_size", 3840}, {"intermediate_size", 15360},
+            {"num_hidden_layers", 48}, {"layer_types", layer_types(48, 6)}, {"num_attention_heads", 16},
+            {"num_key_value_heads", 8}, {"num_global_key_value_heads", 1}, {"attention_k_eq_v", true},
+            {"use_bidirectional_attention", "vision"}, {"num_kv_shared_layers", 0}, {"use_double_wide_mlp", false},
+            {"final_logit_softcapping", 30.0},
+            {"rope_parameters",
+             {{"full_attention", {{"partial_rotary_factor", 0.25}, {"rope_theta", 1e6}, {"rope_type", "proportional"}}},
+              {"sliding_attention", {{"rope_theta", 1e4}, {"rope_type", "default"}}}}},
+            {"vocab_size_per_layer_input", 0}, {"hidden_size_per_layer_input", 0}, {"enable_moe_block", false},
+            {"num_experts", nullptr}, {"top_k_experts", nullptr}, {"moe_intermediate_size", nullptr}}},
+          {"vision_config", {{"model_type", "gemma4_unified_vision"}, {"mm_embed_dim", 3840}}},
+          {"audio_config", {{"model_type", "gemma4_unified_audio"}, {"audio_embed_dim", 640}}}};
+}
+
+// facts §3.1: 48 layers (40 sliding + 8 global, 5:1), width 3840, FFN 15360, 16 query heads, 8 KV
+// heads on sliding layers and 1 on global ones (whose V is their K), head sizes 256 / 512, window
+// 1024, final softcap 30; the rest is Gemma 4's (§3.2): RoPE 1e4 full on sliding layers, 1e6
+// proportional on global ones, attention scale 1, no per-layer embeddings, no experts, no KV
+// sharing. The context, 262144, is Gemma4UnifiedTextConfig's default (the facts give none).
+void expect_12b_geometry(const ModelConfig& c) {
+  EXPECT_EQ(c.arch, ModelArch::Gemma4);
+  EXPECT_EQ(c.n_layer, 48);
+  EXPECT_EQ(c.n_embd, 3840);
+  EXPECT_EQ(count_sliding(c), 40);
+  expect_gemma4_layers(c, 6, 16, 8, 1);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(c.n_ctx_train, 262144);
+  EXPECT_FLOAT_EQ(c.final_softcap, 30.0f);
+  EXPECT_FLOAT_EQ(c.query_scale, 1.0f);
+  EXPECT_FALSE(c.has_per_layer_embeddings());
+  EXPECT_FALSE(c.has_experts());
+  EXPECT_EQ(c.n_kv_layers, 48);
+  for (const LayerConfig& l : c.layers) {
+    EXPECT_EQ(l.n_ff, 15360);
+    EXPECT_EQ(l.n_rot, l.sliding ? 256 : 512);
+    EXPECT_FLOAT_EQ(l.rope_base, l.sliding ? 1e4f : 1e6f);
+    EXPECT_FLOAT_EQ(l.rope_freq_scale, 1.0f);
+    EXPECT_EQ(l.rope_freq_factors, !l.sliding);
+  }
+}
+
+TEST(HfConfig, Gemma4_12bUnifiedGeometry) {
+  const json config = gemma4_12b();
+  expect_12b_geometry(resolve(config));
+  const HfModelDescription model = describe_hf_model(config, "config.json");
+  EXPECT_EQ(model.hparams["vocab_size"], 262144);  // Gemma4UnifiedTextConfig's, the GGUF vocabulary's size
+  EXPECT_EQ(model.hparams["attention_k_eq_v"], true);
+  EXPECT_FALSE(model.norm_weights_plus_one);
+  // Proportional RoPE, partial_rotary_factor 0.25 of 512: 64 of 256 pairs rotate.
+  ASSERT_EQ(model.rope_freqs.size(), 256u);
+  EXPECT_EQ(model.rope_freqs[63], 1.0f);
+  EXPECT_EQ(model.rope_freqs[64], 1e30f);
+}
+
+TEST(HfConfig, Gemma4_12bFromTheUnifiedClassDefaults) {
+  // As Gemma4UnifiedTextConfig would save it: only the keys that differ from its defaults (no
+  // sliding_window, context, per-layer-input or expert keys), the global layers' geometry as
+  // per_layer_config entries.
+  json config = gemma4_12b();
+  json& text = config["text_config"];
+  for (const char* key : {"num_global_key_value_heads", "use_bidirectional_attention", "num_kv_shared_layers",
+                          "use_double_wide_mlp", "rope_parameters", "vocab_size_per_layer_input",
+                          "hidden_size_per_layer_input", "enable_moe_block", "num_experts", "top_k_experts",
+                          "moe_intermediate_size"}) {
+    text.erase(key);
+  }
+  json per_layer = json::object();
+  for (int il = 5; il < 48; il += 6) per_layer[std::to_string(il)] = {{"head_dim", 512}, {"num_key_value_heads", 1}};
+  text["per_layer_config"] = per_layer;
+  expect_12b_geometry(resolve(config));
+}
+
 // Gemma 4 26B-A4B's text_config: every key that differs from Gemma4TextConfig's (facts §3.1).
 json gemma4_26b_a4b() {
   return {{"architectures", {"Gemma4ForConditionalGeneration"}},

@@ -374,6 +374,28 @@ TEST(HfDirectory, Gemma4ExpertTensorsAsTheConverterMapsThem) {
   EXPECT_EQ(model->gguf().find_tensor("blk.1.ffn_down_exps.weight")->dims, (std::vector<int64_t>{4, 8, 2}));
 }
 
+TEST(HfDirectory, Gemma4UnifiedDirectoryIsItsTextDecoder) {
+  // The 12B's layout (transformers' gemma4_unified/convert_gemma4_unified_weights.py): the text
+  // decoder under model.language_model. as in Gemma4ForConditionalGeneration, and instead of the
+  // vision and audio towers these embedders, which the converter's text conversion skips too.
+  TinyDirectory d = TinyDirectory::gemma4();
+  d.config["architectures"] = {"Gemma4UnifiedForConditionalGeneration"};
+  text_config(d).erase("hidden_size_per_layer_input");  // Gemma4UnifiedTextConfig has none: no per-layer inputs
+  d.tensors.erase("model.vision_tower.encoder.weight");
+  for (const char* name : {"model.vision_embedder.patch_ln1.weight", "model.vision_embedder.patch_dense.weight",
+                           "model.vision_embedder.pos_embedding", "model.vision_embedder.pos_norm.weight",
+                           "model.embed_vision.embedding_projection.weight", "model.embed_audio.embedding_projection.weight"}) {
+    d.tensors[name] = {"F32", {3}};
+  }
+  testing::TempDir dir;
+  d.write(dir);
+  const auto model = Model::load(dir.file(""));
+  EXPECT_EQ(model->config().arch, ModelArch::Gemma4);
+  EXPECT_FALSE(model->config().has_per_layer_embeddings());
+  EXPECT_EQ(model->gguf().find_tensor("blk.1.attn_q.weight")->dims, (std::vector<int64_t>{8, 16}));  // 2 heads of 8
+  EXPECT_FALSE(model->layers()[1].wv.has_value());  // the global layer's V is its K
+}
+
 TEST(HfDirectory, RefusesBrokenDirectoriesInOneLine) {
   const TinyDirectory good = TinyDirectory::gemma4();
   ASSERT_EQ(refusal(good), "(accepted)");
