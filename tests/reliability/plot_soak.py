@@ -38,8 +38,8 @@ def main():
     bottom.set_xlabel("streamed tokens (millions)")
     bottom.grid(True, alpha=0.3)
     last = rows[-1]
-    top.set_title(f"{args.title}\n{int(last['tokens']):,} tokens, {len(rows)} snapshots, "
-                  f"{float(last['elapsed_s']) / 60:.0f} min", fontsize=10)
+    top.set_title(f"{args.title}\n{len(rows)} snapshots, the last at {int(last['tokens']):,} tokens and "
+                  f"{float(last['elapsed_s']) / 60:.0f} min; RSS {min(rss)}..{max(rss)} MiB", fontsize=10)
     fig.tight_layout()
     fig.savefig(args.out)
 
