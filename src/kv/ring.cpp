@@ -168,11 +168,15 @@ void KvRing::rebase_if_needed(std::vector<Rotation>& out) {
   // allows (longer probes move anchors and recall for their duration, see append).
   const int64_t last_query = clock_ - 1;
   if (last_query + kScratchSlots - oldest_movable_position() < kMaxRelativeDistance) return;
-  // New layout behind the live ring: recall, then anchors, then the ring.
+  // New layout behind the live ring: recall, then anchors, then the ring. Just after the first
+  // wrap the live ring may start fewer than recall-count clocks after the anchors: there is no
+  // room before the anchors, and recall starts at position 0, overlapping them, as write_recall
+  // places it. No query reaches 4096 positions back from there yet: the live ring starts at or
+  // after clock - 3968 + anchors, so a start below 0 means clock < 4096.
   const auto anchors = anchor_slots();
   const auto recall = recall_slots();
   const int64_t anchors_start = oldest_live_ - static_cast<int64_t>(anchors.size());
-  const int64_t recall_start = anchors_start - static_cast<int64_t>(recall.size());
+  const int64_t recall_start = std::max<int64_t>(0, anchors_start - static_cast<int64_t>(recall.size()));
   if (!anchors.empty()) move(anchors, anchors_start - slot_position_[anchors.front()], out);
   if (!recall.empty()) move(recall, recall_start - slot_position_[recall.front()], out);
 }

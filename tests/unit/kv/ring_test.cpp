@@ -265,5 +265,27 @@ TEST(Ring, AnchorsMoveForwardToKeepDistancesBounded) {
   EXPECT_GT(moved, 100000);
 }
 
+// Found by tests/reliability/soak.py: recall written while the live ring still starts fewer
+// than anchors + recall positions after 0 (short spans, the first wrap just evicted) sits at
+// position 0; the first rebase must not move it below 0 (a backend refuses to rotate a key at a
+// negative position: "cannot rotate empty slot 3968").
+TEST(Ring, RecallNeverMovesBelowPositionZero) {
+  constexpr uint32_t anchors = 45;
+  KvRing ring(32);
+  ring.set_anchor_count(anchors);
+  ring.append(anchors);
+  for (int64_t c = anchors; c < 6000; ++c) {
+    if (c % 10 == 0) ring.mark_span(SpanType::ResponseSentence);
+    if (c == 3970) ring.write_recall(kRecallSlots);  // the oldest live clock is 50 here
+    ring.append(1);
+    for (uint32_t s = 0; s < kTotalSlots; ++s) {
+      if (ring.slot_clock(s) >= 0) {
+        ASSERT_GE(ring.slot_position(s), 0) << "clock " << c << " slot " << s;
+      }
+    }
+    ASSERT_LT(ring.max_global_distance(), kMaxRelativeDistance) << "clock " << c;
+  }
+}
+
 }  // namespace
 }  // namespace channel::kv
