@@ -32,8 +32,14 @@ export const TIMEOUT_MS = 60000;
 export const SUITE = { skip: SKIP, timeout: 120000 };
 
 const SYNTH_PLAIN = ['--arch', 'gemma4', '--layers', '2', '--period', '2', '--embd', '64', '--ffn', '64'];
-/** The scripted model's fixture: synth_args, the scripts and a walkthrough of what they do. */
-export const SCRIPTED = JSON.parse(fs.readFileSync(new URL('../scripted_model.json', import.meta.url), 'utf8'));
+/**
+ * The scripted model's fixture: synth_args, the scripts and a walkthrough of what they do.
+ * tests/e2e/scripted_model.json (over Gemma 4's vocabulary) unless CHANNEL_E2E_SCRIPTED_MODEL names
+ * another of the same shape for the vocabulary in CHANNEL_VOCAB (e.g.
+ * tests/reliability/scripted_tiny_vocab_model.json with channel-tiny's).
+ */
+const SCRIPTED_PATH = process.env.CHANNEL_E2E_SCRIPTED_MODEL || new URL('../scripted_model.json', import.meta.url);
+export const SCRIPTED = JSON.parse(fs.readFileSync(SCRIPTED_PATH, 'utf8'));
 
 // ---------------------------------------------------------------------------------------------
 // What the scripted model writes, derived from the script texts (never from engine output).

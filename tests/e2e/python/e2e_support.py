@@ -2,8 +2,10 @@
 driven through the Python client in clients/python.
 
 Environment: CHANNEL_BINARY (the engine) and CHANNEL_VOCAB (a Gemma 4 vocabulary GGUF to
-synthesize tiny models with). Without them every module is skipped. CHANNEL_E2E_STDERR=inherit
-shows the engines' logs (default: discarded).
+synthesize tiny models with). Without them every module is skipped. CHANNEL_E2E_SCRIPTED_MODEL
+names the scripted model's description if not tests/e2e/scripted_model.json (one written for the
+vocabulary in CHANNEL_VOCAB). CHANNEL_E2E_STDERR=inherit shows the engines' logs (default:
+discarded).
 
 A test module's setUpModule calls ``e2e_support.set_up_module(*models)`` and its tearDownModule
 calls ``e2e_support.tear_down_module()``: its engines then run in a scratch folder of their own
@@ -12,7 +14,7 @@ calls ``e2e_support.tear_down_module()``: its engines then run in a scratch fold
 
 * ``plain``: random weights; long decodes of no set text (abort during decode, determinism,
   snapshots).
-* ``scripted``: tests/e2e/scripted_model.json; its greedy continuation of each scripted token is
+* ``scripted``: tests/e2e/scripted_model.json (or CHANNEL_E2E_SCRIPTED_MODEL); its greedy continuation of each scripted token is
   the next token of its script, so turns have exact expected texts (``EXPECT``).
 * ``recall``: a scripted model whose answer only memory can give (``RECALL``; `channel model
   synth --recall-cue`).
@@ -56,7 +58,12 @@ TIME_SCALE = float(os.environ.get("CHANNEL_E2E_TIME_SCALE", "1"))
 ENGINE_ARGS = ("--threads", "1", *os.environ.get("CHANNEL_E2E_ENGINE_ARGS", "").split())
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(_HERE, "..", "scripted_model.json"), encoding="utf-8") as _f:
+# The scripted model's description: tests/e2e/scripted_model.json (over Gemma 4's vocabulary) unless
+# CHANNEL_E2E_SCRIPTED_MODEL names another of the same shape for the vocabulary in CHANNEL_VOCAB
+# (tests/reliability/scripted_tiny_vocab_model.json with channel-tiny's, whose small output layer
+# makes the suite fast on lavapipe).
+_SCRIPTED_PATH = os.environ.get("CHANNEL_E2E_SCRIPTED_MODEL") or os.path.join(_HERE, "..", "scripted_model.json")
+with open(_SCRIPTED_PATH, encoding="utf-8") as _f:
     SCRIPTED = json.load(_f)
 # The ``recall`` model's cue: after a prompt (which ends in <channel|>) it writes ``memory``, and
 # ``answer`` wherever the KV of ``memory`` is visible to its global layer: after ``memory`` in the
