@@ -13,15 +13,17 @@ CentroidScan::CentroidScan(const EpisodeStore& store, Backend& backend, int host
 std::vector<float> CentroidScan::cosines(std::span<const float> query) {
   const size_t n = store_.episodes().size();
   if (n == 0) return {};
-  if (query.size() != store_.centroid_width()) {
-    fail("the memory query has {} dimensions, the episodes {}", query.size(), store_.centroid_width());
-  }
   if (!device_rows_tried_) make_device_rows();
   if (!device_rows_) return centroid_cosines(store_, query, host_pool_);
+  check_query_width(store_, query);
   copy_new_rows();
   std::vector<float> by_row(n);
   device_rows_->dot_rows(query, by_row);
   return in_episode_order(store_, by_row);
+}
+
+std::vector<size_t> CentroidScan::best_episodes(std::span<const float> query, int64_t now_ms, size_t k) {
+  return channel::best_episodes(store_, cosines(query), now_ms, k, host_pool_);
 }
 
 void CentroidScan::make_device_rows() {

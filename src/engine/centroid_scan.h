@@ -28,6 +28,10 @@ class CentroidScan {
   // channel::Error when the query's width is not the centroids'.
   std::vector<float> cosines(std::span<const float> query);
 
+  // The indices into store.episodes() of the best `k` episodes for `query` at `now_ms`, best
+  // first (episode_scoring.h's best_episodes over this scan's cosines).
+  std::vector<size_t> best_episodes(std::span<const float> query, int64_t now_ms, size_t k);
+
   // Whether the last scan ran on the backend's device.
   bool on_device() const { return device_rows_ != nullptr; }
 

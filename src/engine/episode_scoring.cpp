@@ -13,6 +13,9 @@ namespace {
 // Rows per chunk of the scan: enough that a chunk's start-up cost (a thread's wake-up, the
 // query coming into its cache) is small beside streaming its rows in.
 constexpr int64_t kScanRowGrain = 64;
+// Episodes per chunk of the scoring: an exp and a log1p each (~45 ns an episode on the build
+// machine, 0.45 ms for 10,000 on one thread: half the scan's time on 16 threads).
+constexpr int64_t kScoreGrain = 256;
 
 }  // namespace
 
@@ -23,11 +26,17 @@ double episode_score(double cosine, const Episode& episode, int64_t now_ms) {
   return 1.0 * cosine + 0.5 * std::exp(-age_ms / kRecencyMs) + 0.3 * std::log1p(uses) + 0.2 * episode.salience;
 }
 
+void check_query_width(const EpisodeStore& store, std::span<const float> query) {
+  if (query.size() != store.centroid_width()) {
+    fail("the memory query has {} dimensions, the episodes {}", query.size(), store.centroid_width());
+  }
+}
+
 std::vector<float> centroid_cosines(const EpisodeStore& store, std::span<const float> query, ThreadPool& pool) {
   const size_t n = store.episodes().size();
   if (n == 0) return {};
+  check_query_width(store, query);
   const size_t width = store.centroid_width();
-  if (query.size() != width) fail("the memory query has {} dimensions, the episodes {}", query.size(), width);
   const std::span<const float> matrix = store.centroid_rows();
   std::vector<float> by_row(n);
   pool.parallel_for(
@@ -49,11 +58,18 @@ std::vector<float> in_episode_order(const EpisodeStore& store, std::span<const f
 }
 
 std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> cosines, int64_t now_ms,
-                                  size_t k) {
+                                  size_t k, ThreadPool& pool) {
   const auto& episodes = store.episodes();
   if (cosines.size() != episodes.size()) fail("{} cosines for {} episodes", cosines.size(), episodes.size());
   std::vector<double> scores(episodes.size());
-  for (size_t i = 0; i < episodes.size(); ++i) scores[i] = episode_score(cosines[i], episodes[i], now_ms);
+  pool.parallel_for(
+      static_cast<int64_t>(episodes.size()),
+      [&](int64_t begin, int64_t end) {
+        for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+          scores[i] = episode_score(cosines[i], episodes[i], now_ms);
+        }
+      },
+      kScoreGrain);
   std::vector<size_t> order(episodes.size());
   std::iota(order.begin(), order.end(), size_t{0});
   const size_t n = std::min(k, order.size());

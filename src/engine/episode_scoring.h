@@ -21,6 +21,9 @@ inline constexpr double kRecencyMs = 86'400'000.0;
 // The score of `episode` whose centroid has `cosine` with the query.
 double episode_score(double cosine, const Episode& episode, int64_t now_ms);
 
+// Throws channel::Error when `query` is not as wide as the store's centroids.
+void check_query_width(const EpisodeStore& store, std::span<const float> query);
+
 // The cosine of each episode's centroid with `query` (unit length, as the centroids: then the
 // dot product is the cosine), indexed as store.episodes(). The scan reads the store's centroid
 // matrix once, split over `pool`, with float sums (core/row_dots.h: each cosine within
@@ -32,8 +35,9 @@ std::vector<float> centroid_cosines(const EpisodeStore& store, std::span<const f
 std::vector<float> in_episode_order(const EpisodeStore& store, std::span<const float> by_row);
 
 // The indices into store.episodes() of the best `k` episodes, best first (ties: the older
-// first), given each one's cosine with the query (centroid_cosines, or centroid_scan.h).
+// first), given each one's cosine with the query (centroid_cosines, or centroid_scan.h); the
+// scores are computed over `pool`.
 std::vector<size_t> best_episodes(const EpisodeStore& store, std::span<const float> cosines, int64_t now_ms,
-                                  size_t k);
+                                  size_t k, ThreadPool& pool);
 
 }  // namespace channel

@@ -54,7 +54,7 @@ MemoryRecall Session::recall_episodes(std::span<const int32_t> query_tokens, siz
   const std::vector<float> query = query_vector(query_tokens);
   if (query.empty()) return recall;
   const int64_t now = monotonic_milliseconds();
-  const std::vector<size_t> ranked = best_episodes(episodes_, scan_->cosines(query), now, top_k);
+  const std::vector<size_t> ranked = scan_->best_episodes(query, now, top_k);
   const std::vector<size_t> chosen = whole_episodes_for_recall(episodes_, ranked);
 
   // The best episode nearest the live ring (the original placed rank r at clock - (r + 1)); each

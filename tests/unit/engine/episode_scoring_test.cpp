@@ -67,14 +67,14 @@ TEST(EpisodeScoring, BestEpisodesComeBestFirstAndRecallTouchesThem) {
   store.add(episode_at({0.0f, -1.0f}, now));  // cosine -1: worst
   store.add(episode_at({1.0f, 0.0f}, now));   // ties with the second: after it
   const std::vector<float> query = {1.0f, 0.0f};
-  EXPECT_EQ(best_episodes(store, centroid_cosines(store, query, pool), now, 3), (std::vector<size_t>{1, 3, 0}));
-  EXPECT_EQ(best_episodes(store, centroid_cosines(store, query, pool), now, 10).size(), 4u);
+  EXPECT_EQ(best_episodes(store, centroid_cosines(store, query, pool), now, 3, pool), (std::vector<size_t>{1, 3, 0}));
+  EXPECT_EQ(best_episodes(store, centroid_cosines(store, query, pool), now, 10, pool).size(), 4u);
 
   store.mark_recalled({0}, now + 1000);
   EXPECT_EQ(store.episodes()[0].last_accessed_ms, now + 1000);
   EXPECT_EQ(store.episodes()[0].access_count, 1u);
   // One recall adds 0.3·ln 2 (about 0.21): still below a cosine of 1.
-  EXPECT_EQ(best_episodes(store, centroid_cosines(store, query, pool), now + 1000, 1), (std::vector<size_t>{1}));
+  EXPECT_EQ(best_episodes(store, centroid_cosines(store, query, pool), now + 1000, 1, pool), (std::vector<size_t>{1}));
 }
 
 TEST(EpisodeScoring, AFullStoreDropsItsOldestEpisode) {
@@ -154,7 +154,7 @@ TEST(EpisodeScoring, TheScanMatchesADoublePrecisionReferenceAndRanksAsIt) {
       }
 
       for (size_t k : {size_t{3}, size_t{128}}) {
-        const std::vector<size_t> ranked = best_episodes(store, centroid_cosines(store, query, pool), now, k);
+        const std::vector<size_t> ranked = best_episodes(store, centroid_cosines(store, query, pool), now, k, pool);
         ASSERT_EQ(ranked.size(), std::min(k, episodes.size())) << where;
         // Ranked in the reference's order wherever two scores are more than the tolerance of
         // each apart, and nothing left out that the reference puts clearly above the last.
