@@ -1,8 +1,24 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace channel {
+namespace {
+
+// How long a thread spins on the pool's counters before it sleeps: longer than the gaps between
+// a decode step's jobs (microseconds), far shorter than a pause in use.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+// Tells the core that this is a spin loop (x86's pause: the sibling hyperthread gets the core,
+// and leaving the loop does not flush the pipeline).
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -10,12 +26,22 @@ ThreadPool::ThreadPool(int n_threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
+  stopping_.store(true, std::memory_order_release);
+  { std::lock_guard lock(mutex_); }
   work_ready_.notify_all();
   for (auto& worker : workers_) worker.join();
+}
+
+template <class Ready>
+void ThreadPool::wait_until(std::condition_variable& wake, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 1;; ++i) {
+    if (ready()) return;
+    relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() >= deadline) break;
+  }
+  std::unique_lock lock(mutex_);
+  wake.wait(lock, ready);
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
@@ -27,40 +53,32 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
-  const int64_t chunk = (n_grains + threads - 1) / threads * grain;
-  {
-    std::lock_guard lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunk_ = chunk;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
-  }
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = (n_grains + threads - 1) / threads * grain;
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  { std::lock_guard lock(mutex_); }  // a worker between its check and its sleep is asleep now
   work_ready_.notify_all();
-  fn(0, std::min(n, chunk));  // the caller takes chunk 0
-  std::unique_lock lock(mutex_);
-  work_done_.wait(lock, [this] { return pending_ == 0; });
-  job_ = nullptr;
+  fn(0, std::min(n, job_chunk_));  // the caller takes chunk 0
+  wait_until(work_done_, [this] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 void ThreadPool::worker_loop(int worker_index) {
   uint64_t seen_generation = 0;
   while (true) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t begin, end;
-    {
-      std::unique_lock lock(mutex_);
-      work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen_generation; });
-      if (stopping_) return;
-      seen_generation = generation_;
-      job = job_;
-      begin = std::min(job_n_, worker_index * job_chunk_);
-      end = std::min(job_n_, begin + job_chunk_);
-    }
-    if (begin < end) (*job)(begin, end);
-    {
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) work_done_.notify_one();
+    wait_until(work_ready_, [&] {
+      return stopping_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen_generation;
+    });
+    if (stopping_.load(std::memory_order_acquire)) return;
+    seen_generation = generation_.load(std::memory_order_acquire);
+    const int64_t begin = std::min(job_n_, worker_index * job_chunk_);
+    const int64_t end = std::min(job_n_, begin + job_chunk_);
+    if (begin < end) (*job_)(begin, end);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      { std::lock_guard lock(mutex_); }  // the caller between its check and its sleep is asleep now
+      work_done_.notify_one();
     }
   }
 }

@@ -1,8 +1,14 @@
 // A fixed pool of worker threads for data-parallel kernels. `parallel_for` splits [0, n) into
 // contiguous chunks, one per thread, and returns when all chunks are done; the calling thread
 // works too, so a pool of size 1 runs everything inline.
+//
+// Between jobs the workers spin for a short while (kSpin in thread_pool.cpp) before they sleep,
+// and so does the caller waiting for them: a decode step calls parallel_for hundreds of times,
+// microseconds apart, and a thread woken from a sleep takes microseconds to start (llama.cpp's
+// threads spin between operations for the same reason).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -29,17 +35,23 @@ class ThreadPool {
 
  private:
   void worker_loop(int worker_index);
+  // Waits until `ready()`: spinning first, then asleep on `wake` (whose notifier changes what
+  // ready() reads before it takes mutex_, so no wake-up is lost).
+  template <class Ready>
+  void wait_until(std::condition_variable& wake, Ready ready);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
+  // The job: written by parallel_for before it publishes a new generation (release), read by
+  // the workers after they see it (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_chunk_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // workers still on the current job
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace channel

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace channel {
@@ -29,6 +31,23 @@ TEST(ThreadPool, RepeatedJobsDoNotMixGenerations) {
     pool.parallel_for(64, [&](int64_t b, int64_t e) { sum += e - b; });
   }
   EXPECT_EQ(sum.load(), 500 * 64);
+}
+
+// Jobs back to back find the workers spinning; jobs a few milliseconds apart find them asleep
+// (they spin for well under a millisecond): both ways every chunk runs once, and the caller
+// waits for the last one.
+TEST(ThreadPool, JobsFindTheWorkersSpinningOrAsleep) {
+  ThreadPool pool(3);
+  for (auto pause : {std::chrono::microseconds(0), std::chrono::microseconds(3000)}) {
+    for (int round = 0; round < 20; ++round) {
+      std::vector<std::atomic<int>> hits(90);
+      pool.parallel_for(90, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) hits[i]++;
+      });
+      for (int64_t i = 0; i < 90; ++i) ASSERT_EQ(hits[i].load(), 1) << "round " << round << ", i " << i;
+      std::this_thread::sleep_for(pause);
+    }
+  }
 }
 
 }  // namespace
