@@ -32,3 +32,17 @@ cp "$PEER/src/models/ggml-vocab-gemma-4.gguf" .peer/vocab-gemma4.gguf
 rm -rf .peer/bins && mkdir -p .peer/bins
 cp "$PEER"/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/lib{llama.v,ggml.v,ggml-base,ggml-cpu-}*.so .peer/bins/
 du -sh .devrun .gl .peer >&2
+
+# llama.cpp's llama-bench (bench/peer/build-llama-bench.sh) with the prebuilt libraries and the
+# CPU variants of current x86 servers, for cpu-bench.sh (.peercpu/, run from that directory so
+# that ggml picks its variant as for its users).
+LB=$PEER/llama-bench/bin/llama-bench
+if [ -x "$LB" ]; then
+  rm -rf .peercpu && mkdir -p .peercpu
+  grep -qx "/.peercpu/" .git/info/exclude || echo "/.peercpu/" >> .git/info/exclude
+  cp "$LB" .peercpu/
+  for lib in libggml-base.so libggml.v0.4.0.so libllama-common.so libllama.v0.4.0.so libggml-cpu-{sapphirerapids,icelake,zen4,haswell}.so; do
+    cp -L "$PEER/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/$lib" .peercpu/
+  done
+  du -sh .peercpu >&2
+fi

@@ -38,7 +38,7 @@ struct BenchmarkResult {
   std::string session_skipped;     // why the probe and snapshot figures are missing, if they are
   // Episodic memory: one recall's scan (every episode scored, the best 128 picked) of a store of
   // memory_scan_episodes episodes whose centroids are the model's width, on the CPU with
-  // memory_scan_threads threads, its centroids flushed from the caches before each repetition;
+  // memory_scan_threads threads, its centroids evicted from the caches before each repetition;
   // the read bandwidth of as many threads (read_bandwidth.h) to compare it with; and what one
   // full episode (64 tokens with their KV on every layer) takes in the store file.
   Summary memory_scan_ms;
