@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "model/ggml_type.h"
 
 namespace channel::cpu {
@@ -21,8 +22,11 @@ struct WideQ8Block {
 
 class PreparedActivations {
  public:
-  // x holds n_tokens rows of `cols` values; it must outlive this object for F32 weights.
-  PreparedActivations(GgmlType weight_type, const float* x, int64_t n_tokens, int64_t cols);
+  // x holds n_tokens rows of `cols` values; it must outlive this object for F32 weights. With a
+  // pool the tokens are converted over its threads (a prefill's activations are ~1% of its time
+  // on one thread, so many threads need them shared out), without it on the calling thread.
+  PreparedActivations(GgmlType weight_type, const float* x, int64_t n_tokens, int64_t cols,
+                      ThreadPool* pool = nullptr);
   PreparedActivations(const PreparedActivations&) = delete;
   PreparedActivations& operator=(const PreparedActivations&) = delete;
 
@@ -40,6 +44,8 @@ class PreparedActivations {
 
  private:
   int64_t blocks_per_token() const { return cols_ / kQuantBlock; }
+  // Converts tokens [begin, end) of x for `weight_type`, into storage already sized.
+  void convert_tokens(GgmlType weight_type, const float* x, int64_t begin, int64_t end);
 
   int64_t n_tokens_;
   int64_t cols_;

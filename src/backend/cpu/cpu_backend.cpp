@@ -20,9 +20,28 @@ void resize(std::vector<float>& buffer, int64_t n) {
   if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
 }
 
+// Tokens per grain of the row-wise steps (norms): a row is about a microsecond, so a decode
+// step's single token stays on the calling thread, and a prefill's rows go over the pool (left on
+// one thread they were a sixth of a 2-thread prefill's time, and a limit on many cores).
+constexpr int64_t kTokenGrain = 4;
+// Values per grain of the element-wise GEGLU (a table look-up each).
+constexpr int64_t kElementGrain = 4096;
+
 // RMSNorm of n_tokens rows of `width` values (in and out may be the same rows).
-void norm_rows(const float* in, float* out, int64_t n_tokens, int64_t width, float eps, std::span<const float> weight) {
-  for (int64_t t = 0; t < n_tokens; ++t) rms_norm(in + t * width, out + t * width, width, eps, weight);
+void norm_rows(const float* in, float* out, int64_t n_tokens, int64_t width, float eps, std::span<const float> weight,
+               ThreadPool& pool) {
+  pool.parallel_for(
+      n_tokens,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) rms_norm(in + t * width, out + t * width, width, eps, weight);
+      },
+      kTokenGrain);
+}
+
+// y = geglu(gate, up) over n values, split over the pool.
+void geglu_values(const float* gate, const float* up, float* y, int64_t n, ThreadPool& pool) {
+  pool.parallel_for(
+      n, [&](int64_t begin, int64_t end) { geglu(gate + begin, up + begin, y + begin, end - begin); }, kElementGrain);
 }
 
 }  // namespace
@@ -154,7 +173,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   const int64_t kv_width = int64_t{lc.n_head_kv} * head_dim;
 
   resize(normed_, n_tokens * n_embd);
-  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.attn_norm);
+  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.attn_norm, pool_);
   // A KV-shared layer computes queries only and attends over its source layer's cache.
   const bool writes_kv = config.owns_kv(il);
   resize(q_, n_tokens * q_width);
@@ -254,12 +273,12 @@ void CpuBackend::dense_ffn(int il, int64_t n_tokens) {
   const int64_t n_embd = config.n_embd;
   const int64_t n_ff = config.layers[il].n_ff;
 
-  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.ffn_norm);
+  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.ffn_norm, pool_);
   resize(gate_, n_tokens * n_ff);
   resize(up_, n_tokens * n_ff);
   matmul(w.ffn_gate, normed_.data(), n_tokens, gate_.data(), pool_);
   matmul(w.ffn_up, normed_.data(), n_tokens, up_.data(), pool_);
-  geglu(gate_.data(), up_.data(), gate_.data(), n_tokens * n_ff);
+  geglu_values(gate_.data(), up_.data(), gate_.data(), n_tokens * n_ff, pool_);
   resize(proj_, n_tokens * n_embd);
   matmul(w.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_);
 }
@@ -272,14 +291,14 @@ void CpuBackend::moe_ffn(int il, int64_t n_tokens) {
   const int64_t n_embd = config.n_embd;
 
   dense_ffn(il, n_tokens);
-  norm_rows(proj_.data(), proj_.data(), n_tokens, n_embd, config.norm_eps, w.post_norm_1);
+  norm_rows(proj_.data(), proj_.data(), n_tokens, n_embd, config.norm_eps, w.post_norm_1, pool_);
 
   route_to_experts(il, n_tokens);
-  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.pre_norm_2);
+  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.pre_norm_2, pool_);
   resize(experts_out_, n_tokens * n_embd);
   run_experts(w, config.n_expert, config.n_ff_exp, normed_.data(), n_tokens, routing_, experts_out_.data(),
               expert_scratch_, pool_);
-  norm_rows(experts_out_.data(), experts_out_.data(), n_tokens, n_embd, config.norm_eps, w.post_norm_2);
+  norm_rows(experts_out_.data(), experts_out_.data(), n_tokens, n_embd, config.norm_eps, w.post_norm_2, pool_);
   for (int64_t i = 0; i < n_tokens * n_embd; ++i) proj_[i] += experts_out_[i];
 }
 
@@ -291,7 +310,7 @@ void CpuBackend::route_to_experts(int il, int64_t n_tokens) {
   const int64_t n_embd = config.n_embd;
   const float embd_scale = 1.0f / std::sqrt(static_cast<float>(n_embd));
 
-  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, {});
+  norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, {}, pool_);
   for (int64_t t = 0; t < n_tokens; ++t) {
     float* row = normed_.data() + t * n_embd;
     for (int64_t i = 0; i < n_embd; ++i) row[i] = row[i] * embd_scale * w.router_scale[i];
@@ -308,7 +327,8 @@ void CpuBackend::per_layer_embedding_block(int il, int64_t n_tokens) {
   const int64_t width = config.n_embd_per_layer;
   resize(gate_, n_tokens * width);
   matmul(w.per_layer_gate, x_.data(), n_tokens, gate_.data(), pool_);
-  geglu(gate_.data(), per_layer_inputs_.data() + int64_t{il} * n_tokens * width, gate_.data(), n_tokens * width);
+  geglu_values(gate_.data(), per_layer_inputs_.data() + int64_t{il} * n_tokens * width, gate_.data(), n_tokens * width,
+               pool_);
   matmul(w.per_layer_proj, gate_.data(), n_tokens, proj_.data(), pool_);
   add_normed_projection(w.per_layer_post_norm, n_tokens);
 }
@@ -316,12 +336,17 @@ void CpuBackend::per_layer_embedding_block(int il, int64_t n_tokens) {
 void CpuBackend::add_normed_projection(std::span<const float> norm, int64_t n_tokens) {
   const ModelConfig& config = model_->config();
   const int64_t n_embd = config.n_embd;
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    float* p = proj_.data() + t * n_embd;
-    rms_norm(p, p, n_embd, config.norm_eps, norm);
-    float* x = x_.data() + t * n_embd;
-    for (int64_t i = 0; i < n_embd; ++i) x[i] += p[i];
-  }
+  pool_.parallel_for(
+      n_tokens,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          float* p = proj_.data() + t * n_embd;
+          rms_norm(p, p, n_embd, config.norm_eps, norm);
+          float* x = x_.data() + t * n_embd;
+          for (int64_t i = 0; i < n_embd; ++i) x[i] += p[i];
+        }
+      },
+      kTokenGrain);
 }
 
 void CpuBackend::scale_layer_output(int il, int64_t n_tokens) {

@@ -48,7 +48,7 @@ void multiply(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span
               int64_t n_out, float* out, ThreadPool& pool) {
   check_weights(w);
   if (n_tokens <= 0 || n_out <= 0) return;
-  const PreparedActivations activations(w.type, x, n_tokens, w.cols);
+  const PreparedActivations activations(w.type, x, n_tokens, w.cols, &pool);
   DotRowsJob job = product_job(w, activations, out, n_out);
   job.row_ids = row_ids;
   pool.parallel_for(
@@ -76,7 +76,7 @@ void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool) {
   for (const MatmulProduct& p : products) {
     check_weights(p.w);
     if (p.n_tokens <= 0 || p.w.rows <= 0) continue;
-    activations.push_back(std::make_unique<PreparedActivations>(p.w.type, p.x, p.n_tokens, p.w.cols));
+    activations.push_back(std::make_unique<PreparedActivations>(p.w.type, p.x, p.n_tokens, p.w.cols, &pool));
     DotRowsJob job = product_job(p.w, *activations.back(), p.out, p.out_stride);
     job.bf16_accumulation = bf16_vec_dot_accumulation();
     jobs.push_back(job);
