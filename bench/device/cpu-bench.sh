@@ -10,7 +10,7 @@
 #      rounds: prefill pp128 and decode tg64;
 #   3. when .devrun/channel-base exists (another build of channel), it too in every round of 2,
 #      for an A/B of the two builds.
-# usage: [NT=16] [ROUNDS=3] [SCAN_REPEAT=1] bash bench/device/cpu-bench.sh [PRESET=gemma3-1b]
+# usage: [NT=16] [ROUNDS=3] [SCAN_REPEAT=1 (0: no scan)] bash bench/device/cpu-bench.sh [PRESET=gemma3-1b]
 set -uo pipefail
 PRESET=${1:-gemma3-1b}
 NT=${NT:-16}
@@ -23,6 +23,7 @@ CH=$R/.devrun/channel
 VOCAB=$R/.peer/vocab-gemma4.gguf
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|Socket|L3" | tee "$OUT/lscpu.txt"
 
+if [ "${SCAN_REPEAT:-1}" != 0 ]; then
 echo "== memory scan, 10,000 episodes of width 3840"
 "$CH" model synth --arch gemma3 --vocab "$VOCAB" --out /tmp/w3840.gguf --layers 1 --embd 3840 --heads 16 \
   --kv-heads 8 --head-dim 256 --ffn 256 --type q4_0 --embedding-type q8_0 --period 1 2>/dev/null
@@ -36,6 +37,7 @@ print(f\"threads {j['memory_scan_threads']}: {j['memory_scan_ms']:.3f} ms, {j['m
 }
 for i in $(seq "${SCAN_REPEAT:-1}"); do scan "$NT"; scan "$NT" --gpu; done
 for t in 1 2 4 8; do [ "$t" -lt "$NT" ] && scan "$t"; done
+fi
 
 echo "== CPU: Channel against llama.cpp on $PRESET, $NT threads, $ROUNDS rounds"
 M=/tmp/$PRESET.gguf
