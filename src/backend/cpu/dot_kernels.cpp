@@ -377,8 +377,15 @@ class VnniBlockProducts {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_blocks_[t][b_].qs));
   }
 
+  // The quants of block b of the tile's row r, in blocks of type Block.
+  template <class Block>
+  static HWY_INLINE const uint8_t* Quants(const SmallBatchTile& tile, int64_t r, int64_t b) {
+    return tile.rows[r] + b * static_cast<int64_t>(sizeof(Block)) + offsetof(Block, qs);
+  }
+
   const BlockQ8_0* x_blocks_[kTokens];
   int64_t b_ = 0;
+  __m256i w_[kSmallBatchRows];  // the current block of each row, as the derived class loads it
 };
 
 template <size_t kTokens>
@@ -391,9 +398,9 @@ class BlockProducts<Q4_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
     const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
     for (int64_t r = 0; r < kSmallBatchRows; ++r) {
       // Byte i holds element i (low nibble) and element i + 16 (high nibble).
-      const __m128i packed = _mm_loadu_si128(
-          reinterpret_cast<const __m128i*>(tile.rows[r] + b * Q4_0Rows::kBlockBytes + offsetof(BlockQ4_0, qs)));
-      w_[r] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low_nibbles);
+      const auto* quants = reinterpret_cast<const __m128i*>(this->template Quants<BlockQ4_0>(tile, r, b));
+      const __m128i packed = _mm_loadu_si128(quants);
+      this->w_[r] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low_nibbles);
     }
   }
 
@@ -401,11 +408,8 @@ class BlockProducts<Q4_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
     const __m256i x = this->Activations(t);
     const __m256i offsets = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8),
                                                 _mm256_sub_epi8(_mm256_setzero_si256(), x));
-    for (int64_t r = 0; r < kSmallBatchRows; ++r) partials[r][0] = V32{_mm256_dpbusd_epi32(offsets, w_[r], x)};
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) partials[r][0] = V32{_mm256_dpbusd_epi32(offsets, this->w_[r], x)};
   }
-
- private:
-  __m256i w_[kSmallBatchRows];
 };
 
 template <size_t kTokens>
@@ -416,20 +420,18 @@ class BlockProducts<Q8_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
   CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void LoadWeights(const SmallBatchTile& tile, int64_t b) {
     this->b_ = b;
     for (int64_t r = 0; r < kSmallBatchRows; ++r) {
-      w_[r] = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(tile.rows[r] + b * Q8_0Rows::kBlockBytes + offsetof(BlockQ8_0, qs)));
+      const auto* quants = reinterpret_cast<const __m256i*>(this->template Quants<BlockQ8_0>(tile, r, b));
+      this->w_[r] = _mm256_loadu_si256(quants);
     }
   }
 
   CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
     const __m256i x = this->Activations(t);
     for (int64_t r = 0; r < kSmallBatchRows; ++r) {
-      partials[r][0] = V32{_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w_[r]), _mm256_sign_epi8(x, w_[r]))};
+      const __m256i w = this->w_[r];
+      partials[r][0] = V32{_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(x, w))};
     }
   }
-
- private:
-  __m256i w_[kSmallBatchRows];
 };
 #else
 #define CHANNEL_SMALL_BATCH_ATTR
