@@ -362,7 +362,7 @@ class BlockProducts {
 // first operand must be unsigned: Q4_0's nibbles are (0..15), the -8 of every weight added as
 // 8 x (-x) (activations are within +-127, so -x is a byte); Q8_0 weights enter as |w| with the
 // activation's sign flipped where w < 0 (ggml's trick for its own VNNI kernels).
-#define CHANNEL_SMALL_BATCH_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#define CHANNEL_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 static_assert(kParts == 1, "a block's 32 bytes are one 256-bit vector");
 
 template <size_t kTokens>
@@ -393,7 +393,7 @@ class BlockProducts<Q4_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
  public:
   using VnniBlockProducts<kTokens>::VnniBlockProducts;
 
-  CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void LoadWeights(const SmallBatchTile& tile, int64_t b) {
+  CHANNEL_VNNI_ATTR HWY_INLINE void LoadWeights(const SmallBatchTile& tile, int64_t b) {
     this->b_ = b;
     const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
     for (int64_t r = 0; r < kSmallBatchRows; ++r) {
@@ -404,7 +404,7 @@ class BlockProducts<Q4_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
     }
   }
 
-  CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
+  CHANNEL_VNNI_ATTR HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
     const __m256i x = this->Activations(t);
     const __m256i offsets = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8),
                                                 _mm256_sub_epi8(_mm256_setzero_si256(), x));
@@ -417,7 +417,7 @@ class BlockProducts<Q8_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
  public:
   using VnniBlockProducts<kTokens>::VnniBlockProducts;
 
-  CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void LoadWeights(const SmallBatchTile& tile, int64_t b) {
+  CHANNEL_VNNI_ATTR HWY_INLINE void LoadWeights(const SmallBatchTile& tile, int64_t b) {
     this->b_ = b;
     for (int64_t r = 0; r < kSmallBatchRows; ++r) {
       const auto* quants = reinterpret_cast<const __m256i*>(this->template Quants<BlockQ8_0>(tile, r, b));
@@ -425,7 +425,7 @@ class BlockProducts<Q8_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
     }
   }
 
-  CHANNEL_SMALL_BATCH_ATTR HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
+  CHANNEL_VNNI_ATTR HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
     const __m256i x = this->Activations(t);
     for (int64_t r = 0; r < kSmallBatchRows; ++r) {
       const __m256i w = this->w_[r];
@@ -434,11 +434,11 @@ class BlockProducts<Q8_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
   }
 };
 #else
-#define CHANNEL_SMALL_BATCH_ATTR
+#define CHANNEL_VNNI_ATTR
 #endif
 
 template <class Rows, QuantAccumulation kOrder, size_t kTokens>
-CHANNEL_SMALL_BATCH_ATTR HWY_NOINLINE void SmallBatchTokens(const DotRowsJob& job, const SmallBatchTile& tile,
+CHANNEL_VNNI_ATTR HWY_NOINLINE void SmallBatchTokens(const DotRowsJob& job, const SmallBatchTile& tile,
                                                             int64_t t0) {
   const PreparedActivations& x = *job.activations;
   const float* x_scales[kTokens];
@@ -571,6 +571,27 @@ template <QuantAccumulation kOrder>
 constexpr size_t kLaneRowTileTokens =
     kOrder == QuantAccumulation::kEightLanes ? (kLaneRows >= 16 ? 2 : 1) : 4;
 
+// Token `token`'s results for a lane-row tile from its accumulators (kGroups per row: ggml's
+// eight lanes, summed in its order, or one).
+template <size_t kGroups>
+HWY_INLINE void StoreLaneRowResults(const DotRowsJob& job, const LaneRowTile& tile, int64_t token,
+                                    const hn::Vec<DLF> (&acc)[kGroups]) {
+  const DLF df;
+  float group_results[kGroups][kLaneRows];
+  for (size_t g = 0; g < kGroups; ++g) hn::StoreU(acc[g], df, group_results[g]);
+  float results[kLaneRows];
+  for (int64_t r = 0; r < kLaneRows; ++r) {
+    if constexpr (kGroups == 8) {
+      float lanes[8];
+      for (size_t g = 0; g < kGroups; ++g) lanes[g] = group_results[g][r];
+      results[r] = sum_lanes_in_ggml_order(lanes);
+    } else {
+      results[r] = group_results[0][r];
+    }
+  }
+  StoreTileResults(job, tile, token, results);
+}
+
 template <QuantAccumulation kOrder, size_t kTokens>
 HWY_NOINLINE void LaneRowTokens(const DotRowsJob& job, const LaneRowTile& tile, const int32_t* units,
                                 const float* scales, int64_t t0) {
@@ -610,25 +631,136 @@ HWY_NOINLINE void LaneRowTokens(const DotRowsJob& job, const LaneRowTile& tile, 
       }
     }
   }
-  for (size_t t = 0; t < kTokens; ++t) {
-    float group_results[kGroups][kLaneRows];
-    for (size_t g = 0; g < kGroups; ++g) hn::StoreU(acc[t][g], df, group_results[g]);
-    float results[kLaneRows];
+  for (size_t t = 0; t < kTokens; ++t) StoreLaneRowResults(job, tile, t0 + t, acc[t]);
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// The lane-row kernel with VNNI (VPDPBUSD: 64 unsigned bytes times 64 signed ones, each four
+// products summed into an int32 lane). A unit is four consecutive elements of a row, a block's
+// eight units are ggml's eight lanes (unit g: elements 4g..4g+3). The weights stay signed and the
+// activations enter unsigned as x + 128; the extra 128 x Σw of each unit is the row's own, taken
+// off once per tile at unpacking (the sums start from -128 x Σw), so tokens pay nothing for it.
+// The int32 sums are the exact integers the int16 path computes, so results are bit-identical.
+static_assert(kLaneRows == 16, "AVX3_DL's 512-bit vectors hold 16 rows of int32");
+constexpr int64_t kVnniUnitsPerBlock = kQuantBlock / 4;
+
+// A tile unpacked for VnniLaneRowTokens: per block, each unit's signed weights (unit u: lane r
+// holds row r's four bytes), each unit's start value -128 x Σw (lane r: row r), the same summed
+// over the block, and the rows' scales.
+struct VnniLaneRowTile {
+  int32_t* units;
+  int32_t* unit_starts;
+  int32_t* block_starts;
+  float* scales;
+};
+
+// Block b of a row as 32 signed weights in element order.
+template <class Rows>
+CHANNEL_VNNI_ATTR HWY_INLINE __m256i SignedWeights(const uint8_t* block);
+template <>
+CHANNEL_VNNI_ATTR HWY_INLINE __m256i SignedWeights<Q4_0Rows>(const uint8_t* block) {
+  // Byte i holds element i (low nibble) and element i + 16 (high nibble); each is stored + 8.
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + offsetof(BlockQ4_0, qs)));
+  const __m256i nibbles =
+      _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
+  return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
+}
+template <>
+CHANNEL_VNNI_ATTR HWY_INLINE __m256i SignedWeights<Q8_0Rows>(const uint8_t* block) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ8_0, qs)));
+}
+
+template <class Rows>
+CHANNEL_VNNI_ATTR void UnpackVnniLaneRowTile(const LaneRowTile& tile, int64_t n_blocks, const VnniLaneRowTile& out) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
     for (int64_t r = 0; r < kLaneRows; ++r) {
-      if constexpr (kGroups == 8) {
-        float lanes[8];
-        for (size_t g = 0; g < kGroups; ++g) lanes[g] = group_results[g][r];
-        results[r] = sum_lanes_in_ggml_order(lanes);
-      } else {
-        results[r] = group_results[0][r];
+      const uint8_t* block = tile.rows[r] + b * Rows::kBlockBytes;
+      uint16_t scale;
+      std::memcpy(&scale, block, sizeof(scale));  // d comes first
+      out.scales[b * kLaneRows + r] = f16_to_f32(scale);
+      const __m256i w = SignedWeights<Rows>(block);
+      // Σw of each unit (ones times w, four to a lane), times -128.
+      const __m256i unit_sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), w);
+      alignas(32) int32_t words[kVnniUnitsPerBlock], starts[kVnniUnitsPerBlock];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(words), w);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(starts), _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), unit_sums), 7));
+      int32_t block_start = 0;
+      for (int64_t u = 0; u < kVnniUnitsPerBlock; ++u) {
+        out.units[(b * kVnniUnitsPerBlock + u) * kLaneRows + r] = words[u];
+        out.unit_starts[(b * kVnniUnitsPerBlock + u) * kLaneRows + r] = starts[u];
+        block_start += starts[u];
       }
+      out.block_starts[b * kLaneRows + r] = block_start;
     }
-    StoreTileResults(job, tile, t0 + t, results);
   }
 }
 
+template <QuantAccumulation kOrder, size_t kTokens>
+CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniLaneRowTokens(const DotRowsJob& job, const LaneRowTile& tile,
+                                                      const VnniLaneRowTile& unpacked, int64_t t0) {
+  constexpr size_t kGroups = kLaneGroups<kOrder>;
+  constexpr int64_t kUnitsPerGroup = kVnniUnitsPerBlock / static_cast<int64_t>(kGroups);
+  const PreparedActivations& x = *job.activations;
+  const DLF df;
+  const BlockQ8_0* x_blocks[kTokens];
+  const float* x_scales[kTokens];
+  hn::Vec<DLF> acc[kTokens][kGroups];
+  for (size_t t = 0; t < kTokens; ++t) {
+    x_blocks[t] = x.q8_blocks(t0 + t);
+    x_scales[t] = x.q8_scales(t0 + t);
+    for (auto& group : acc[t]) group = hn::Zero(df);
+  }
+  for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
+    const auto w_scales = hn::Load(df, unpacked.scales + b * kLaneRows);
+    hn::Vec<DLF> block_scales[kTokens];
+    for (size_t t = 0; t < kTokens; ++t) block_scales[t] = hn::Mul(w_scales, hn::Set(df, x_scales[t][b]));
+    for (size_t g = 0; g < kGroups; ++g) {
+      const int32_t* starts = kGroups == 1 ? unpacked.block_starts + b * kLaneRows
+                                           : unpacked.unit_starts + (b * kVnniUnitsPerBlock + g) * kLaneRows;
+      __m512i sums[kTokens];
+      for (size_t t = 0; t < kTokens; ++t) sums[t] = _mm512_load_si512(starts);
+      for (int64_t i = 0; i < kUnitsPerGroup; ++i) {
+        const int64_t u = static_cast<int64_t>(g) * kUnitsPerGroup + i;
+        const __m512i w = _mm512_load_si512(unpacked.units + (b * kVnniUnitsPerBlock + u) * kLaneRows);
+        for (size_t t = 0; t < kTokens; ++t) {
+          uint32_t x_unit;
+          std::memcpy(&x_unit, x_blocks[t][b].qs + u * 4, sizeof(x_unit));
+          const __m512i x_plus_128 = _mm512_set1_epi32(static_cast<int32_t>(x_unit ^ 0x80808080u));
+          sums[t] = _mm512_dpbusd_epi32(sums[t], x_plus_128, w);
+        }
+      }
+      for (size_t t = 0; t < kTokens; ++t) {
+        const auto group_sums = hn::ConvertTo(df, hn::Vec<DL32>{sums[t]});
+        acc[t][g] = hn::MulAdd(group_sums, block_scales[t], acc[t][g]);
+      }
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) StoreLaneRowResults(job, tile, t0 + t, acc[t]);
+}
+
+template <class Rows, QuantAccumulation kOrder>
+void VnniLaneRowQuantRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  const int64_t n_blocks = job.activations->cols() / kQuantBlock;
+  const size_t lanes = static_cast<size_t>(n_blocks * kLaneRows);
+  const auto units = hwy::AllocateAligned<int32_t>(lanes * kVnniUnitsPerBlock);
+  const auto unit_starts = hwy::AllocateAligned<int32_t>(lanes * kVnniUnitsPerBlock);
+  const auto block_starts = hwy::AllocateAligned<int32_t>(lanes);
+  const auto scales = hwy::AllocateAligned<float>(lanes);
+  const VnniLaneRowTile unpacked{units.get(), unit_starts.get(), block_starts.get(), scales.get()};
+  ForEachRowTile<kLaneRows>(job, begin, end, [&](const LaneRowTile& tile) {
+    UnpackVnniLaneRowTile<Rows>(tile, n_blocks, unpacked);
+    ForEachTokenTile<kLaneRowTileTokens<kOrder>>(job.activations->n_tokens(), [&](auto tokens, int64_t t0) {
+      VnniLaneRowTokens<kOrder, decltype(tokens)::value>(job, tile, unpacked, t0);
+    });
+  });
+}
+#endif
+
 template <class Rows, QuantAccumulation kOrder>
 void LaneRowQuantRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+#if HWY_TARGET == HWY_AVX3_DL
+  VnniLaneRowQuantRows<Rows, kOrder>(job, begin, end);
+#else
   const int64_t n_blocks = job.activations->cols() / kQuantBlock;
   const auto units = hwy::AllocateAligned<int32_t>(n_blocks * kUnitsPerBlock * kLaneRows);
   const auto scales = hwy::AllocateAligned<float>(n_blocks * kLaneRows);
@@ -638,6 +770,7 @@ void LaneRowQuantRows(const DotRowsJob& job, int64_t begin, int64_t end) {
       LaneRowTokens<kOrder, decltype(tokens)::value>(job, tile, units.get(), scales.get(), t0);
     });
   });
+#endif
 }
 
 template <class Rows, QuantAccumulation kOrder>
