@@ -15,12 +15,8 @@ set -uo pipefail
 PRESET=${1:-gemma3-1b}
 NT=${NT:-16}
 ROUNDS=${ROUNDS:-3}
-R=$PWD
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+source "$PWD/bench/device/preamble.sh"
 source "$R/bench/device/vulkan-env.sh"
-CH=$R/.devrun/channel
-VOCAB=$R/.peer/vocab-gemma4.gguf
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|Socket|L3" | tee "$OUT/lscpu.txt"
 
 if [ "${SCAN_REPEAT:-1}" != 0 ]; then

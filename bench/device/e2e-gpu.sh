@@ -6,9 +6,7 @@
 # (its probe and snapshot figures need its turn tokens). The Node suite runs where node exists.
 # usage: OUT=$OUT bash bench/device/e2e-gpu.sh
 set -uo pipefail
-R=$PWD
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+source "$PWD/bench/device/preamble.sh"
 source "$R/bench/device/vulkan-env.sh"
 export CHANNEL_BINARY=$R/.devrun/channel CHANNEL_VOCAB=$R/models/channel-tiny.gguf
 export CHANNEL_E2E_SCRIPTED_MODEL=$R/tests/reliability/scripted_tiny_vocab_model.json CHANNEL_E2E_ENGINE_ARGS=--gpu

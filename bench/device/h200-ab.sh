@@ -12,9 +12,7 @@
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
-R=$PWD
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+source "$PWD/bench/device/preamble.sh"
 source "$R/bench/device/vulkan-env.sh"
 if [ "${GPU_TESTS:-0}" = 1 ]; then
   echo "== GPU unit tests"

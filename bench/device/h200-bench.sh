@@ -21,12 +21,8 @@
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
-R=$PWD
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+source "$PWD/bench/device/preamble.sh"
 source "$R/bench/device/vulkan-env.sh"
-CH=$R/.devrun/channel
-VOCAB=$R/.peer/vocab-gemma4.gguf
 
 # llama.cpp with CUDA for sm_90 (about 4.5 minutes on 16 cores), in the background.
 [ "${PEER:-1}" = 0 ] || ( mkdir -p /tmp/peer-src && tar xzf "$R/.peer/llama-src.tgz" -C /tmp/peer-src &&

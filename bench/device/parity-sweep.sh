@@ -13,9 +13,7 @@ JOBS=${2:-8}
 THREADS=${3:-2}
 ARCHS=${4:-gemma3,gemma4}
 BACKEND=${5:-cpu}
-R=$PWD
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+source "$PWD/bench/device/preamble.sh"
 # llama_oracle finds the prebuilt libraries by the RUNPATH it was linked with (the peer's
 # directory on the build machine): put them there.
 libdir=$(readelf -d "$R/.devrun/llama_oracle" | sed -n 's/.*RUNPATH.*\[\(.*\)\]/\1/p')

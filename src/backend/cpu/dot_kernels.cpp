@@ -571,26 +571,53 @@ template <QuantAccumulation kOrder>
 constexpr size_t kLaneRowTileTokens =
     kOrder == QuantAccumulation::kEightLanes ? (kLaneRows >= 16 ? 2 : 1) : 4;
 
-// Token `token`'s results for a lane-row tile from its accumulators (kGroups per row: ggml's
-// eight lanes, summed in its order, or one).
-template <size_t kGroups>
-HWY_INLINE void StoreLaneRowResults(const DotRowsJob& job, const LaneRowTile& tile, int64_t token,
-                                    const hn::Vec<DLF> (&acc)[kGroups]) {
-  const DLF df;
-  float group_results[kGroups][kLaneRows];
-  for (size_t g = 0; g < kGroups; ++g) hn::StoreU(acc[g], df, group_results[g]);
-  float results[kLaneRows];
-  for (int64_t r = 0; r < kLaneRows; ++r) {
-    if constexpr (kGroups == 8) {
-      float lanes[8];
-      for (size_t g = 0; g < kGroups; ++g) lanes[g] = group_results[g][r];
-      results[r] = sum_lanes_in_ggml_order(lanes);
-    } else {
-      results[r] = group_results[0][r];
+// What the lane-row kernels keep for each token of a tile: its activations' block scales and
+// kGroups f32 accumulators (lane r: row r), stored at the end as the tile's results (ggml's eight
+// lanes summed in its order, or the one group as it is).
+template <size_t kTokens, size_t kGroups>
+class LaneRowAccumulators {
+ public:
+  LaneRowAccumulators(const PreparedActivations& x, int64_t t0) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      x_scales_[t] = x.q8_scales(t0 + t);
+      for (auto& group : acc_[t]) group = hn::Zero(DLF());
     }
   }
-  StoreTileResults(job, tile, token, results);
-}
+
+  // Block b's scale of each token times the rows' block scales (kLaneRows of them).
+  HWY_INLINE void BlockScales(const float* row_scales, int64_t b, hn::Vec<DLF> (&out)[kTokens]) const {
+    const DLF df;
+    const auto w_scales = hn::Load(df, row_scales);
+    for (size_t t = 0; t < kTokens; ++t) out[t] = hn::Mul(w_scales, hn::Set(df, x_scales_[t][b]));
+  }
+
+  // Adds group g's exact int32 sums of token t, times the block's scale.
+  HWY_INLINE void Add(size_t t, size_t g, hn::Vec<DL32> sums, hn::Vec<DLF> block_scale) {
+    acc_[t][g] = hn::MulAdd(hn::ConvertTo(DLF(), sums), block_scale, acc_[t][g]);
+  }
+
+  HWY_INLINE void Store(const DotRowsJob& job, const LaneRowTile& tile, int64_t t0) const {
+    for (size_t t = 0; t < kTokens; ++t) {
+      float group_results[kGroups][kLaneRows];
+      for (size_t g = 0; g < kGroups; ++g) hn::StoreU(acc_[t][g], DLF(), group_results[g]);
+      float results[kLaneRows];
+      for (int64_t r = 0; r < kLaneRows; ++r) {
+        if constexpr (kGroups == 8) {
+          float lanes[8];
+          for (size_t g = 0; g < kGroups; ++g) lanes[g] = group_results[g][r];
+          results[r] = sum_lanes_in_ggml_order(lanes);
+        } else {
+          results[r] = group_results[0][r];
+        }
+      }
+      StoreTileResults(job, tile, t0 + t, results);
+    }
+  }
+
+ private:
+  const float* x_scales_[kTokens];
+  hn::Vec<DLF> acc_[kTokens][kGroups];
+};
 
 template <QuantAccumulation kOrder, size_t kTokens>
 HWY_NOINLINE void LaneRowTokens(const DotRowsJob& job, const LaneRowTile& tile, const int32_t* units,
@@ -599,20 +626,13 @@ HWY_NOINLINE void LaneRowTokens(const DotRowsJob& job, const LaneRowTile& tile, 
   const PreparedActivations& x = *job.activations;
   const DL16 d16;
   const DL32 d32;
-  const DLF df;
   const WideQ8Block* x_blocks[kTokens];
-  const float* x_scales[kTokens];
-  hn::Vec<DLF> acc[kTokens][kGroups];
-  for (size_t t = 0; t < kTokens; ++t) {
-    x_blocks[t] = x.wide_blocks(t0 + t);
-    x_scales[t] = x.q8_scales(t0 + t);
-    for (auto& group : acc[t]) group = hn::Zero(df);
-  }
+  for (size_t t = 0; t < kTokens; ++t) x_blocks[t] = x.wide_blocks(t0 + t);
+  LaneRowAccumulators<kTokens, kGroups> acc(x, t0);
   for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
     const int32_t* block_units = units + b * kUnitsPerBlock * kLaneRows;
-    const auto w_scales = hn::Load(df, scales + b * kLaneRows);
     hn::Vec<DLF> block_scales[kTokens];
-    for (size_t t = 0; t < kTokens; ++t) block_scales[t] = hn::Mul(w_scales, hn::Set(df, x_scales[t][b]));
+    acc.BlockScales(scales + b * kLaneRows, b, block_scales);
     for (size_t g = 0; g < kGroups; ++g) {
       hn::Vec<DL32> sums[kTokens], odd_products[kTokens];
       for (size_t t = 0; t < kTokens; ++t) sums[t] = odd_products[t] = hn::Zero(d32);
@@ -625,13 +645,10 @@ HWY_NOINLINE void LaneRowTokens(const DotRowsJob& job, const LaneRowTile& tile, 
           sums[t] = hn::ReorderWidenMulAccumulate(d32, w, x_units, sums[t], odd_products[t]);
         }
       }
-      for (size_t t = 0; t < kTokens; ++t) {
-        const auto group_sums = hn::ConvertTo(df, hn::RearrangeToOddPlusEven(sums[t], odd_products[t]));
-        acc[t][g] = hn::MulAdd(group_sums, block_scales[t], acc[t][g]);
-      }
+      for (size_t t = 0; t < kTokens; ++t) acc.Add(t, g, hn::RearrangeToOddPlusEven(sums[t], odd_products[t]), block_scales[t]);
     }
   }
-  for (size_t t = 0; t < kTokens; ++t) StoreLaneRowResults(job, tile, t0 + t, acc[t]);
+  acc.Store(job, tile, t0);
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -701,19 +718,12 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniLaneRowTokens(const DotRowsJob& job, con
   constexpr size_t kGroups = kLaneGroups<kOrder>;
   constexpr int64_t kUnitsPerGroup = kVnniUnitsPerBlock / static_cast<int64_t>(kGroups);
   const PreparedActivations& x = *job.activations;
-  const DLF df;
   const BlockQ8_0* x_blocks[kTokens];
-  const float* x_scales[kTokens];
-  hn::Vec<DLF> acc[kTokens][kGroups];
-  for (size_t t = 0; t < kTokens; ++t) {
-    x_blocks[t] = x.q8_blocks(t0 + t);
-    x_scales[t] = x.q8_scales(t0 + t);
-    for (auto& group : acc[t]) group = hn::Zero(df);
-  }
+  for (size_t t = 0; t < kTokens; ++t) x_blocks[t] = x.q8_blocks(t0 + t);
+  LaneRowAccumulators<kTokens, kGroups> acc(x, t0);
   for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
-    const auto w_scales = hn::Load(df, unpacked.scales + b * kLaneRows);
     hn::Vec<DLF> block_scales[kTokens];
-    for (size_t t = 0; t < kTokens; ++t) block_scales[t] = hn::Mul(w_scales, hn::Set(df, x_scales[t][b]));
+    acc.BlockScales(unpacked.scales + b * kLaneRows, b, block_scales);
     for (size_t g = 0; g < kGroups; ++g) {
       const int32_t* starts = kGroups == 1 ? unpacked.block_starts + b * kLaneRows
                                            : unpacked.unit_starts + (b * kVnniUnitsPerBlock + g) * kLaneRows;
@@ -729,13 +739,10 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniLaneRowTokens(const DotRowsJob& job, con
           sums[t] = _mm512_dpbusd_epi32(sums[t], x_plus_128, w);
         }
       }
-      for (size_t t = 0; t < kTokens; ++t) {
-        const auto group_sums = hn::ConvertTo(df, hn::Vec<DL32>{sums[t]});
-        acc[t][g] = hn::MulAdd(group_sums, block_scales[t], acc[t][g]);
-      }
+      for (size_t t = 0; t < kTokens; ++t) acc.Add(t, g, hn::Vec<DL32>{sums[t]}, block_scales[t]);
     }
   }
-  for (size_t t = 0; t < kTokens; ++t) StoreLaneRowResults(job, tile, t0 + t, acc[t]);
+  acc.Store(job, tile, t0);
 }
 
 template <class Rows, QuantAccumulation kOrder>
