@@ -8,13 +8,21 @@
 
 namespace channel {
 
-// Row-major as GGUF stores it: `rows` rows (ne1) of `cols` values (ne0).
+// How a matrix's bytes are laid out.
+enum class WeightLayout : uint8_t {
+  kGguf,           // row-major as GGUF stores it
+  kQ4_0RowGroups,  // the CPU backend's repacked Q4_0 copy (backend/cpu/q4_0_row_groups.h)
+};
+
+// Row-major as GGUF stores it: `rows` rows (ne1) of `cols` values (ne0), unless `layout` says
+// the CPU backend repacked it (then row() does not apply).
 struct WeightMatrix {
   GgmlType type = GgmlType::F32;
   const uint8_t* data = nullptr;
   int64_t cols = 0;
   int64_t rows = 0;
   size_t row_bytes = 0;  // ggml_row_bytes(type, cols)
+  WeightLayout layout = WeightLayout::kGguf;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };

@@ -15,6 +15,7 @@ PreparedActivations::PreparedActivations(GgmlType weight_type, const float* x, i
       q8_blocks_.resize(n / kQuantBlock);
       wide_blocks_.resize(n / kQuantBlock);
       q8_scales_.resize(n / kQuantBlock);
+      q8_sums_.resize(n / kQuantBlock);
       break;
     case GgmlType::F16:
     case GgmlType::BF16:
@@ -40,10 +41,13 @@ void PreparedActivations::convert_tokens(GgmlType weight_type, const float* x, i
     case GgmlType::Q8_0:
       for (int64_t t = begin; t < end; ++t) quantize_row_q8_0(x + t * cols_, cols_, q8_blocks_.data() + t * blocks_per_token());
       for (size_t b = first / kQuantBlock; b < last / kQuantBlock; ++b) {
+        int32_t sum = 0;
         for (int64_t i = 0; i < kQuantBlock / 2; ++i) {
           wide_blocks_[b].even[i] = q8_blocks_[b].qs[2 * i];
           wide_blocks_[b].odd[i] = q8_blocks_[b].qs[2 * i + 1];
+          sum += wide_blocks_[b].even[i] + wide_blocks_[b].odd[i];
         }
+        q8_sums_[b] = sum;
         q8_scales_[b] = f16_to_f32(q8_blocks_[b].d);
       }
       return;

@@ -38,6 +38,9 @@ class PreparedActivations {
   const BlockQ8_0* q8_blocks(int64_t t) const { return q8_blocks_.data() + t * blocks_per_token(); }
   const WideQ8Block* wide_blocks(int64_t t) const { return wide_blocks_.data() + t * blocks_per_token(); }
   const float* q8_scales(int64_t t) const { return q8_scales_.data() + t * blocks_per_token(); }
+  // The sum of each Q8_0 block's 32 quants: kernels that multiply Q4_0's stored nibbles (q + 8)
+  // take 8 x this sum off to get the products with q.
+  const int32_t* q8_sums(int64_t t) const { return q8_sums_.data() + t * blocks_per_token(); }
 
   // F16 / BF16 / F32 weights: the `cols` values of token t.
   const float* values(int64_t t) const { return values_ + t * cols_; }
@@ -52,6 +55,7 @@ class PreparedActivations {
   std::vector<BlockQ8_0> q8_blocks_;
   std::vector<WideQ8Block> wide_blocks_;
   std::vector<float> q8_scales_;
+  std::vector<int32_t> q8_sums_;
   std::vector<float> rounded_;     // storage behind values_ for F16 / BF16 weights
   const float* values_ = nullptr;
 };

@@ -47,7 +47,10 @@ void geglu_values(const float* gate, const float* up, float* y, int64_t n, Threa
 }  // namespace
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
-    : model_(std::move(model)), pool_(n_threads), slot_position_(kKvSlots, -1), slot_moved_by_(kKvSlots, 0) {
+    : model_(std::move(model)),
+      pool_(n_threads),
+      weights_(*model_, pool_),
+      slot_position_(kKvSlots, -1), slot_moved_by_(kKvSlots, 0) {
   apply_simd_target_override();
   // All KV memory is allocated here, once; nothing is resized while the engine runs. KV-shared
   // layers read an earlier layer's cache and get none.
@@ -150,7 +153,7 @@ void CpuBackend::prepare_per_layer_inputs(const Batch& batch) {
   resize(proj_, n_tokens * all_layers);
   resize(gate_, all_layers);
   resize(per_layer_inputs_, n_tokens * all_layers);
-  matmul(w.model_proj, x_.data(), n_tokens, proj_.data(), pool_);
+  matmul(weights_.per_layer_model_proj(), x_.data(), n_tokens, proj_.data(), pool_);
   for (int64_t t = 0; t < n_tokens; ++t) {
     float* token_rows = gate_.data();
     dequantize_row(w.token_embd, batch.tokens[t], token_rows);
@@ -166,6 +169,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   const ModelConfig& config = model_->config();
   const LayerConfig& lc = config.layers[il];
   const LayerWeights& w = model_->layers()[il];
+  const LayerMatrices& m = weights_.layer(il);
   const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_embd = config.n_embd;
   const int head_dim = lc.head_dim;
@@ -177,13 +181,13 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   // A KV-shared layer computes queries only and attends over its source layer's cache.
   const bool writes_kv = config.owns_kv(il);
   resize(q_, n_tokens * q_width);
-  matmul(w.wq, normed_.data(), n_tokens, q_.data(), pool_);
+  matmul(m.wq, normed_.data(), n_tokens, q_.data(), pool_);
   if (writes_kv) {
     resize(k_, n_tokens * kv_width);
     resize(v_, n_tokens * kv_width);
-    matmul(w.wk, normed_.data(), n_tokens, k_.data(), pool_);
-    if (w.wv) {
-      matmul(*w.wv, normed_.data(), n_tokens, v_.data(), pool_);
+    matmul(m.wk, normed_.data(), n_tokens, k_.data(), pool_);
+    if (m.wv) {
+      matmul(*m.wv, normed_.data(), n_tokens, v_.data(), pool_);
     } else {
       std::copy_n(k_.data(), n_tokens * kv_width, v_.data());  // Gemma 4 layers without attn_v: V = K
     }
@@ -254,7 +258,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   attend(problem, pool_);
 
   resize(proj_, n_tokens * n_embd);
-  matmul(w.wo, attn_.data(), n_tokens, proj_.data(), pool_);
+  matmul(m.wo, attn_.data(), n_tokens, proj_.data(), pool_);
   add_normed_projection(w.post_attn_norm, n_tokens);
 }
 
@@ -270,17 +274,18 @@ void CpuBackend::ffn_block(int il, int64_t n_tokens) {
 void CpuBackend::dense_ffn(int il, int64_t n_tokens) {
   const ModelConfig& config = model_->config();
   const LayerWeights& w = model_->layers()[il];
+  const LayerMatrices& m = weights_.layer(il);
   const int64_t n_embd = config.n_embd;
   const int64_t n_ff = config.layers[il].n_ff;
 
   norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.ffn_norm, pool_);
   resize(gate_, n_tokens * n_ff);
   resize(up_, n_tokens * n_ff);
-  matmul(w.ffn_gate, normed_.data(), n_tokens, gate_.data(), pool_);
-  matmul(w.ffn_up, normed_.data(), n_tokens, up_.data(), pool_);
+  matmul(m.ffn_gate, normed_.data(), n_tokens, gate_.data(), pool_);
+  matmul(m.ffn_up, normed_.data(), n_tokens, up_.data(), pool_);
   geglu_values(gate_.data(), up_.data(), gate_.data(), n_tokens * n_ff, pool_);
   resize(proj_, n_tokens * n_embd);
-  matmul(w.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_);
+  matmul(m.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_);
 }
 
 // llama.cpp's gemma4 MoE layer: the dense FFN (the shared expert) and the routed experts both
@@ -324,12 +329,13 @@ void CpuBackend::route_to_experts(int il, int64_t n_tokens) {
 void CpuBackend::per_layer_embedding_block(int il, int64_t n_tokens) {
   const ModelConfig& config = model_->config();
   const LayerWeights& w = model_->layers()[il];
+  const LayerMatrices& m = weights_.layer(il);
   const int64_t width = config.n_embd_per_layer;
   resize(gate_, n_tokens * width);
-  matmul(w.per_layer_gate, x_.data(), n_tokens, gate_.data(), pool_);
+  matmul(m.per_layer_gate, x_.data(), n_tokens, gate_.data(), pool_);
   geglu_values(gate_.data(), per_layer_inputs_.data() + int64_t{il} * n_tokens * width, gate_.data(), n_tokens * width,
                pool_);
-  matmul(w.per_layer_proj, gate_.data(), n_tokens, proj_.data(), pool_);
+  matmul(m.per_layer_proj, gate_.data(), n_tokens, proj_.data(), pool_);
   add_normed_projection(w.per_layer_post_norm, n_tokens);
 }
 

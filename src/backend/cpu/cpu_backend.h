@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/kernel_weights.h"
 #include "backend/cpu/moe.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
@@ -61,6 +62,7 @@ class CpuBackend final : public Backend {
 
   std::shared_ptr<const Model> model_;
   ThreadPool pool_;
+  KernelWeights weights_;          // the matrices as the kernels read them
   std::vector<LayerCache> cache_;  // one per layer that owns KV (ModelConfig::n_kv_layers)
   std::vector<int32_t> slot_position_;  // RoPE position of each slot's key, -1 when empty
   std::vector<int64_t> slot_moved_by_;  // positions rotate_keys moved a slot since it was written

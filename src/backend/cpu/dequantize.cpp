@@ -9,6 +9,7 @@ namespace channel::cpu {
 
 void dequantize_row(const WeightMatrix& w, int64_t row, float* out) {
   if (row < 0 || row >= w.rows) fail("dequantize_row: row {} out of range [0, {})", row, w.rows);
+  if (w.layout != WeightLayout::kGguf) fail("dequantize_row: the matrix is repacked");
   const uint8_t* data = w.data + row * w.row_bytes;
   switch (w.type) {
     case GgmlType::F32:

@@ -9,6 +9,7 @@
 #include <hwy/cache_control.h>
 
 #include "backend/cpu/dot_reference.h"
+#include "backend/cpu/row_group_kernels.h"
 #include "backend/cpu/weight_values.h"
 
 // Highway compiles this file once per SIMD target and dispatches at run time.
@@ -970,7 +971,10 @@ namespace channel::cpu {
 
 HWY_EXPORT(DotRows);
 
-void dot_rows(const DotRowsJob& job, int64_t begin, int64_t end) { HWY_DYNAMIC_DISPATCH(DotRows)(job, begin, end); }
+void dot_rows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  if (job.weights->layout == WeightLayout::kQ4_0RowGroups) return dot_q4_0_row_groups(job, begin, end);
+  HWY_DYNAMIC_DISPATCH(DotRows)(job, begin, end);
+}
 
 }  // namespace channel::cpu
 #endif  // HWY_ONCE

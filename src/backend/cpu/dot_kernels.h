@@ -12,7 +12,8 @@
 
 namespace channel::cpu {
 
-// Row ranges starting at multiples of this split into whole row tiles of every kernel.
+// Row ranges starting at multiples of this split into whole row tiles of every kernel (and
+// whole Q4_0 row groups).
 inline constexpr int64_t kDotRowGrain = 16;
 
 struct DotRowsJob {

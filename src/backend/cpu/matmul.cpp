@@ -47,6 +47,7 @@ DotRowsJob product_job(const WeightMatrix& w, const PreparedActivations& activat
 void multiply(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> row_ids,
               int64_t n_out, float* out, ThreadPool& pool) {
   check_weights(w);
+  if (!row_ids.empty() && w.layout != WeightLayout::kGguf) fail("matmul_rows: the matrix is repacked");
   if (n_tokens <= 0 || n_out <= 0) return;
   const PreparedActivations activations(w.type, x, n_tokens, w.cols, &pool);
   DotRowsJob job = product_job(w, activations, out, n_out);

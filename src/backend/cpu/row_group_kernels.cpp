@@ -1,0 +1,232 @@
+#include "backend/cpu/row_group_kernels.h"
+
+#include <cstring>
+
+#include "backend/cpu/q4_0_row_groups.h"
+
+// Highway compiles this file once per SIMD target and dispatches at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backend/cpu/row_group_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace channel::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The activations of a tile's tokens, as the kernels read them per block.
+template <size_t kTokens>
+struct TokenTile {
+  TokenTile(const PreparedActivations& x, int64_t t0) : first(t0) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      blocks[t] = x.q8_blocks(t0 + t);
+      wide[t] = x.wide_blocks(t0 + t);
+      scales[t] = x.q8_scales(t0 + t);
+      sums[t] = x.q8_sums(t0 + t);
+    }
+  }
+  int64_t first;
+  const BlockQ8_0* blocks[kTokens];
+  const WideQ8Block* wide[kTokens];
+  const float* scales[kTokens];
+  const int32_t* sums[kTokens];
+};
+
+// Four bytes of a block's activations as one int32 (to broadcast to every lane).
+HWY_INLINE int32_t Word(const void* bytes, size_t word) {
+  int32_t value;
+  std::memcpy(&value, static_cast<const uint8_t*>(bytes) + word * sizeof(value), sizeof(value));
+  return value;
+}
+
+#if HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
+
+// Without fixed-width vectors (see dot_kernels.cpp): the scalar reference, output by output.
+void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  const PreparedActivations& x = *job.activations;
+  for (int64_t row = begin; row < end; ++row) {
+    for (int64_t t = 0; t < x.n_tokens(); ++t) {
+      job.out[t * job.out_stride + row] = dot_q4_0_row_group_reference(*job.weights, row, x.q8_blocks(t));
+    }
+  }
+}
+
+#else  // fixed-width SIMD targets
+
+using DU8 = hn::ScalableTag<uint8_t>;
+using DU16 = hn::Repartition<uint16_t, DU8>;
+using DI16 = hn::Repartition<int16_t, DU8>;
+using DI32 = hn::Repartition<int32_t, DU8>;
+using DF = hn::Repartition<float, DU8>;
+using VF = hn::Vec<DF>;
+using VI32 = hn::Vec<DI32>;
+constexpr int64_t kLaneRows = hn::MaxLanes(DI32());  // rows per vector
+constexpr int64_t kGroupVectors = kRowGroupRows / kLaneRows;
+static_assert(kGroupVectors * kLaneRows == kRowGroupRows, "vectors of 4, 8 or 16 int32 lanes");
+
+// f32 accumulators of a group's rows for each token (vector s: rows s * kLaneRows ..), adding
+// each block's exact integer sums times d_w * d_x, block after block.
+template <size_t kTokens>
+class GroupAccumulators {
+ public:
+  GroupAccumulators() {
+    for (auto& vectors : acc_)
+      for (VF& v : vectors) v = hn::Zero(DF());
+  }
+
+  HWY_INLINE void Add(int64_t s, size_t t, VI32 block_sums, VF w_scales, float x_scale) {
+    const DF df;
+    acc_[s][t] = hn::MulAdd(hn::ConvertTo(df, block_sums), hn::Mul(w_scales, hn::Set(df, x_scale)), acc_[s][t]);
+  }
+
+  HWY_INLINE void Store(const DotRowsJob& job, int64_t first_row, int64_t t0) const {
+    for (size_t t = 0; t < kTokens; ++t) {
+      float* out = job.out + (t0 + static_cast<int64_t>(t)) * job.out_stride + first_row;
+      for (int64_t s = 0; s < kGroupVectors; ++s) hn::StoreU(acc_[s][t], DF(), out + s * kLaneRows);
+    }
+  }
+
+ private:
+  VF acc_[kGroupVectors][kTokens];
+};
+
+// Scales of block `block`'s rows s * kLaneRows .., as f32.
+HWY_INLINE VF RowScales(const Q4_0RowGroupBlock& block, int64_t s) {
+  const hn::Rebind<hwy::float16_t, DF> df16;
+  return hn::PromoteTo(DF(), hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(block.d) + s * kLaneRows));
+}
+
+// Int16 multiply-adds (pmaddwd on x86). A unit's 32-bit lane r holds row r's four stored nibbles
+// (elements e0..e3 of a unit) as bytes; read as u16 lanes and masked, they give int16 pairs
+// (e0, e2) and (e1, e3), which meet the activations' matching pairs in WideQ8Block (its even
+// values x0, x2, .. and odd values x1, x3, ..) broadcast to every lane.
+template <size_t kTokens>
+HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row,
+                              const TokenTile<kTokens>& x) {
+  const DU8 du8;
+  const DU16 du16;
+  const DI16 di16;
+  const DI32 di32;
+  const auto nibbles = hn::Set(du16, 0x0f0f);
+  const auto low_bytes = hn::Set(du16, 0x00ff);
+  GroupAccumulators<kTokens> acc;
+  for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
+    const Q4_0RowGroupBlock& block = group[b];
+    for (int64_t s = 0; s < kGroupVectors; ++s) {
+      VI32 sums[kTokens], odd_products[kTokens];
+      for (size_t t = 0; t < kTokens; ++t) sums[t] = odd_products[t] = hn::Zero(di32);
+      for (int64_t j = 0; j < kRowGroupUnits; ++j) {
+        const auto packed = hn::BitCast(du16, hn::LoadU(du8, block.qs[j] + s * 4 * kLaneRows));
+        const auto low = hn::And(packed, nibbles);                      // elements 4j..4j+3
+        const auto high = hn::And(hn::ShiftRight<4>(packed), nibbles);  // elements 16+4j..
+        const auto low_even = hn::BitCast(di16, hn::And(low, low_bytes));
+        const auto low_odd = hn::BitCast(di16, hn::ShiftRight<8>(low));
+        const auto high_even = hn::BitCast(di16, hn::And(high, low_bytes));
+        const auto high_odd = hn::BitCast(di16, hn::ShiftRight<8>(high));
+        for (size_t t = 0; t < kTokens; ++t) {
+          const WideQ8Block& xw = x.wide[t][b];
+          const auto pair = [&](const int16_t* values, int64_t unit) {
+            return hn::BitCast(di16, hn::Set(di32, Word(values, static_cast<size_t>(unit))));
+          };
+          sums[t] = hn::ReorderWidenMulAccumulate(di32, low_even, pair(xw.even, j), sums[t], odd_products[t]);
+          sums[t] = hn::ReorderWidenMulAccumulate(di32, low_odd, pair(xw.odd, j), sums[t], odd_products[t]);
+          sums[t] = hn::ReorderWidenMulAccumulate(di32, high_even, pair(xw.even, j + 4), sums[t], odd_products[t]);
+          sums[t] = hn::ReorderWidenMulAccumulate(di32, high_odd, pair(xw.odd, j + 4), sums[t], odd_products[t]);
+        }
+      }
+      const VF w_scales = RowScales(block, s);
+      for (size_t t = 0; t < kTokens; ++t) {
+        const VI32 offset = hn::Set(di32, -8 * x.sums[t][b]);  // the nibbles are q + 8
+        acc.Add(s, t, hn::Add(hn::RearrangeToOddPlusEven(sums[t], odd_products[t]), offset), w_scales,
+                x.scales[t][b]);
+      }
+    }
+  }
+  acc.Store(job, first_row, x.first);
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// VPDPBUSD (AVX512-VNNI) multiplies a unit's 64 unsigned bytes, the nibbles as stored, by the
+// activations' four signed bytes broadcast to every lane and adds each lane's four products: a
+// block is eight instructions per token. Exact integers, so the results are those of the int16
+// path.
+static_assert(kGroupVectors == 1, "AVX3_DL's 512-bit vectors hold a whole group");
+
+template <size_t kTokens>
+__attribute__((target(HWY_TARGET_STR ",avx512vnni"))) HWY_NOINLINE void VnniGroupTokens(
+    const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row, const TokenTile<kTokens>& x) {
+  const __m512i nibble_mask = _mm512_set1_epi8(0x0f);
+  GroupAccumulators<kTokens> acc;
+  for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
+    const Q4_0RowGroupBlock& block = group[b];
+    __m512i units[2 * kRowGroupUnits];  // unit u: elements 4u..4u+3 of every row
+    for (int64_t j = 0; j < kRowGroupUnits; ++j) {
+      const __m512i packed = _mm512_loadu_si512(block.qs[j]);
+      units[j] = _mm512_and_si512(packed, nibble_mask);
+      units[j + kRowGroupUnits] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble_mask);
+    }
+    const VF w_scales = RowScales(block, 0);
+    for (size_t t = 0; t < kTokens; ++t) {
+      __m512i sums = _mm512_set1_epi32(-8 * x.sums[t][b]);  // the nibbles are q + 8
+      for (size_t u = 0; u < 2 * kRowGroupUnits; ++u) {
+        sums = _mm512_dpbusd_epi32(sums, units[u], _mm512_set1_epi32(Word(x.blocks[t][b].qs, u)));
+      }
+      acc.Add(0, t, VI32{sums}, w_scales, x.scales[t][b]);
+    }
+  }
+  acc.Store(job, first_row, x.first);
+}
+#endif
+
+// Tokens per tile: each block's units are unpacked once per tile, and the accumulators stay in
+// registers (AVX-512 has 32).
+constexpr size_t kTileTokens = HWY_TARGET == HWY_AVX3_DL ? 8 : kLaneRows >= 16 ? 4 : 2;
+
+template <size_t kTokens>
+void TokenTileOfGroup(const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row, int64_t t0) {
+  const TokenTile<kTokens> x(*job.activations, t0);
+#if HWY_TARGET == HWY_AVX3_DL
+  VnniGroupTokens<kTokens>(job, group, first_row, x);
+#else
+  GroupTokens<kTokens>(job, group, first_row, x);
+#endif
+}
+
+// Calls TokenTileOfGroup for tokens [t0, n_tokens), fewer than T of them, as one tile.
+template <size_t T>
+void LastTokenTile(const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row, int64_t t0,
+                   int64_t remaining) {
+  if (remaining == static_cast<int64_t>(T)) return TokenTileOfGroup<T>(job, group, first_row, t0);
+  if constexpr (T > 1) LastTokenTile<T - 1>(job, group, first_row, t0, remaining);
+}
+
+void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  const int64_t n_tokens = job.activations->n_tokens();
+  for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
+    const Q4_0RowGroupBlock* group = q4_0_row_group(*job.weights, first_row);
+    int64_t t0 = 0;
+    for (; t0 + static_cast<int64_t>(kTileTokens) <= n_tokens; t0 += kTileTokens) {
+      TokenTileOfGroup<kTileTokens>(job, group, first_row, t0);
+    }
+    if (t0 < n_tokens) LastTokenTile<kTileTokens - 1>(job, group, first_row, t0, n_tokens - t0);
+  }
+}
+
+#endif  // HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
+
+}  // namespace HWY_NAMESPACE
+}  // namespace channel::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace channel::cpu {
+
+HWY_EXPORT(RowGroupRows);
+
+void dot_q4_0_row_groups(const DotRowsJob& job, int64_t begin, int64_t end) {
+  HWY_DYNAMIC_DISPATCH(RowGroupRows)(job, begin, end);
+}
+
+}  // namespace channel::cpu
+#endif  // HWY_ONCE
