@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <hwy/cache_control.h>
+
 #include "backend/cpu/q4_0_row_groups.h"
 
 // Highway compiles this file once per SIMD target and dispatches at run time.
@@ -91,6 +93,16 @@ class GroupAccumulators {
   VF acc_[kGroupVectors][kTokens];
 };
 
+// A thread streams its groups' blocks in order, yet the hardware prefetcher alone leaves decode
+// short of the read bandwidth with two threads: fetching four blocks ahead made it 5% faster
+// (gemma3-1b preset; two, eight or sixteen blocks ahead were slower). Past a matrix's end it
+// touches the next allocation or nothing; prefetches do not fault.
+constexpr int64_t kPrefetchBlocks = 4;
+HWY_INLINE void PrefetchAhead(const Q4_0RowGroupBlock* block) {
+  const auto* ahead = reinterpret_cast<const uint8_t*>(block + kPrefetchBlocks);
+  for (size_t line = 0; line < sizeof(*block); line += 64) hwy::Prefetch(ahead + line);
+}
+
 // Scales of block `block`'s rows s * kLaneRows .., as f32.
 HWY_INLINE VF RowScales(const Q4_0RowGroupBlock& block, int64_t s) {
   const hn::Rebind<hwy::float16_t, DF> df16;
@@ -113,6 +125,7 @@ HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* gr
   GroupAccumulators<kTokens> acc;
   for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
     const Q4_0RowGroupBlock& block = group[b];
+    PrefetchAhead(group + b);
     for (int64_t s = 0; s < kGroupVectors; ++s) {
       VI32 sums[kTokens], odd_products[kTokens];
       for (size_t t = 0; t < kTokens; ++t) sums[t] = odd_products[t] = hn::Zero(di32);
@@ -160,6 +173,7 @@ __attribute__((target(HWY_TARGET_STR ",avx512vnni"))) HWY_NOINLINE void VnniGrou
   GroupAccumulators<kTokens> acc;
   for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
     const Q4_0RowGroupBlock& block = group[b];
+    PrefetchAhead(group + b);
     __m512i units[2 * kRowGroupUnits];  // unit u: elements 4u..4u+3 of every row
     for (int64_t j = 0; j < kRowGroupUnits; ++j) {
       const __m512i packed = _mm512_loadu_si512(block.qs[j]);
