@@ -2,7 +2,10 @@
 
 #include <cstring>
 
+#include <hwy/aligned_allocator.h>
 #include <hwy/cache_control.h>
+
+#include "backend/cpu/amx_support.h"
 
 #include "backend/cpu/q4_0_row_groups.h"
 
@@ -165,21 +168,28 @@ HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* gr
 // block is eight instructions per token. Exact integers, so the results are those of the int16
 // path.
 static_assert(kGroupVectors == 1, "AVX3_DL's 512-bit vectors hold a whole group");
+#define CHANNEL_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+
+// Block `block`'s eight units, as unsigned bytes (the nibbles as stored): unit u holds elements
+// 4u..4u+3 of every row.
+CHANNEL_VNNI_ATTR HWY_INLINE void UnpackUnits(const Q4_0RowGroupBlock& block, __m512i (&units)[2 * kRowGroupUnits]) {
+  const __m512i nibble_mask = _mm512_set1_epi8(0x0f);
+  for (int64_t j = 0; j < kRowGroupUnits; ++j) {
+    const __m512i packed = _mm512_loadu_si512(block.qs[j]);
+    units[j] = _mm512_and_si512(packed, nibble_mask);
+    units[j + kRowGroupUnits] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble_mask);
+  }
+}
 
 template <size_t kTokens>
-__attribute__((target(HWY_TARGET_STR ",avx512vnni"))) HWY_NOINLINE void VnniGroupTokens(
-    const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row, const TokenTile<kTokens>& x) {
-  const __m512i nibble_mask = _mm512_set1_epi8(0x0f);
+CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group,
+                                                    int64_t first_row, const TokenTile<kTokens>& x) {
   GroupAccumulators<kTokens> acc;
   for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
     const Q4_0RowGroupBlock& block = group[b];
     PrefetchAhead(group + b);
-    __m512i units[2 * kRowGroupUnits];  // unit u: elements 4u..4u+3 of every row
-    for (int64_t j = 0; j < kRowGroupUnits; ++j) {
-      const __m512i packed = _mm512_loadu_si512(block.qs[j]);
-      units[j] = _mm512_and_si512(packed, nibble_mask);
-      units[j + kRowGroupUnits] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble_mask);
-    }
+    __m512i units[2 * kRowGroupUnits];
+    UnpackUnits(block, units);
     const VF w_scales = RowScales(block, 0);
     for (size_t t = 0; t < kTokens; ++t) {
       __m512i sums = _mm512_set1_epi32(-8 * x.sums[t][b]);  // the nibbles are q + 8
@@ -215,16 +225,117 @@ void LastTokenTile(const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_
   if constexpr (T > 1) LastTokenTile<T - 1>(job, group, first_row, t0, remaining);
 }
 
-void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+// One group's rows for tokens [t0, n_tokens).
+void GroupRowsFrom(const DotRowsJob& job, int64_t first_row, int64_t t0) {
+  const Q4_0RowGroupBlock* group = q4_0_row_group(*job.weights, first_row);
   const int64_t n_tokens = job.activations->n_tokens();
+  for (; t0 + static_cast<int64_t>(kTileTokens) <= n_tokens; t0 += kTileTokens) {
+    TokenTileOfGroup<kTileTokens>(job, group, first_row, t0);
+  }
+  if (t0 < n_tokens) LastTokenTile<kTileTokens - 1>(job, group, first_row, t0, n_tokens - t0);
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// Intel AMX (amx_support.h): TDPBSSD multiplies a tile of 16 tokens' 32 activations by a tile of
+// the group's eight units (as signed weights, unpacked once per group), four bytes at a time,
+// into 16 x 16 int32 sums: a whole block of 16 tokens and 16 rows in one instruction, where VNNI
+// takes 128. The sums are the same exact integers and GroupAccumulators takes them through the
+// same f32 steps, so results are bit-identical to the VNNI path's. Tokens past the last whole
+// tile of 16 go to the VNNI kernel.
+#define CHANNEL_AMX_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni,amx-tile,amx-int8")))
+constexpr int64_t kAmxTokens = 16;
+constexpr size_t kUnitsBytes = 2 * kRowGroupUnits * 64;  // a block's units: one weight tile
+
+// The tile palette, two sets so that one block's product runs while the other's sums are read:
+// tiles 0 / 3 the sums (16 tokens x 16 int32), 1 / 4 the activations (16 tokens x 32 bytes),
+// 2 / 5 the weights (8 units x 16 rows x 4 bytes).
+struct AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {64, 32, 64, 64, 32, 64};
+  uint8_t rows[16] = {16, 16, 8, 16, 16, 8};
+};
+static_assert(sizeof(AmxTileConfig) == 64, "LDTILECFG reads 64 bytes");
+
+// The units of every block of a group as signed weights (q, the stored nibble - 8), for tile loads.
+CHANNEL_VNNI_ATTR void UnpackGroupWeights(const Q4_0RowGroupBlock* group, int64_t n_blocks, int8_t* out) {
+  const __m512i eight = _mm512_set1_epi8(8);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __m512i units[2 * kRowGroupUnits];
+    UnpackUnits(group[b], units);
+    for (size_t u = 0; u < 2 * kRowGroupUnits; ++u) {
+      _mm512_store_si512(out + b * kUnitsBytes + u * 64, _mm512_sub_epi8(units[u], eight));
+    }
+  }
+}
+
+CHANNEL_AMX_ATTR HWY_NOINLINE void AmxGroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group,
+                                                  const int8_t* weights, int64_t first_row, int64_t t0) {
+  const PreparedActivations& x = *job.activations;
+  const int64_t n_blocks = x.cols() / kQuantBlock;
+  const BlockQ8_0* x_blocks = x.q8_blocks(t0);
+  const float* x_scales = x.q8_scales(t0);  // token t's at t * n_blocks: tokens are contiguous
+  const size_t token_stride = static_cast<size_t>(n_blocks) * sizeof(BlockQ8_0);
+  GroupAccumulators<kAmxTokens> acc;
+  alignas(64) int32_t sums[kAmxTokens][kRowGroupRows];
+  const auto add_block = [&](int64_t b) {
+    const VF w_scales = RowScales(group[b], 0);
+    for (size_t t = 0; t < kAmxTokens; ++t) {
+      acc.Add(0, t, VI32{_mm512_load_si512(sums[t])}, w_scales, x_scales[static_cast<int64_t>(t) * n_blocks + b]);
+    }
+  };
+  // Block b's product of 16 tokens and the weights goes into tile 0 (even b) or 3 (odd b), its
+  // operands into the next two tiles. (The tile intrinsics take literal tile numbers.)
+  const auto quants = [&](int64_t b) { return x_blocks[b].qs; };  // token t's: token_stride further
+  const auto weight_tile = [&](int64_t b) { return weights + b * kUnitsBytes; };
+  _tile_zero(0);
+  _tile_loadd(1, quants(0), token_stride);
+  _tile_loadd(2, weight_tile(0), 64);
+  _tile_dpbssd(0, 1, 2);
+  for (int64_t b = 0; b < n_blocks; b += 2) {
+    if (b + 1 < n_blocks) {
+      _tile_zero(3);
+      _tile_loadd(4, quants(b + 1), token_stride);
+      _tile_loadd(5, weight_tile(b + 1), 64);
+      _tile_dpbssd(3, 4, 5);
+    }
+    _tile_stored(0, sums, sizeof(sums[0]));
+    add_block(b);
+    if (b + 1 == n_blocks) break;
+    if (b + 2 < n_blocks) {
+      _tile_zero(0);
+      _tile_loadd(1, quants(b + 2), token_stride);
+      _tile_loadd(2, weight_tile(b + 2), 64);
+      _tile_dpbssd(0, 1, 2);
+    }
+    _tile_stored(3, sums, sizeof(sums[0]));
+    add_block(b + 1);
+  }
+  acc.Store(job, first_row, t0);
+}
+
+CHANNEL_AMX_ATTR void AmxRowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  const int64_t n_blocks = job.activations->cols() / kQuantBlock;
+  const int64_t amx_tokens = job.activations->n_tokens() / kAmxTokens * kAmxTokens;
+  const auto weights = hwy::AllocateAligned<int8_t>(static_cast<size_t>(n_blocks) * kUnitsBytes);
+  static constexpr AmxTileConfig kConfig;
+  _tile_loadconfig(&kConfig);  // per thread, like the tile registers
   for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
     const Q4_0RowGroupBlock* group = q4_0_row_group(*job.weights, first_row);
-    int64_t t0 = 0;
-    for (; t0 + static_cast<int64_t>(kTileTokens) <= n_tokens; t0 += kTileTokens) {
-      TokenTileOfGroup<kTileTokens>(job, group, first_row, t0);
-    }
-    if (t0 < n_tokens) LastTokenTile<kTileTokens - 1>(job, group, first_row, t0, n_tokens - t0);
+    UnpackGroupWeights(group, n_blocks, weights.get());
+    for (int64_t t0 = 0; t0 < amx_tokens; t0 += kAmxTokens) AmxGroupTokens(job, group, weights.get(), first_row, t0);
+    GroupRowsFrom(job, first_row, amx_tokens);
   }
+  _tile_release();
+}
+#endif
+
+void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (job.activations->n_tokens() >= kAmxTokens && amx_int8_ready()) return AmxRowGroupRows(job, begin, end);
+#endif
+  for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) GroupRowsFrom(job, first_row, 0);
 }
 
 #endif  // HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
