@@ -116,15 +116,64 @@ HWY_INLINE VF RowScales(const Q4_0RowGroupBlock& block, int64_t s) {
 // (elements e0..e3 of a unit) as bytes; read as u16 lanes and masked, they give int16 pairs
 // (e0, e2) and (e1, e3), which meet the activations' matching pairs in WideQ8Block (its even
 // values x0, x2, .. and odd values x1, x3, ..) broadcast to every lane.
-template <size_t kTokens>
-HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row,
-                              const TokenTile<kTokens>& x) {
-  const DU8 du8;
+using VI16 = hn::Vec<DI16>;
+constexpr int64_t kPairsPerUnit = 4;  // (e0, e2) and (e1, e3) of the low nibbles, then of the high
+
+// Unit j's int16 pairs for vector s of a block: elements 4j.. (low nibbles) and 16+4j.. (high).
+HWY_INLINE void UnpackPairs(const Q4_0RowGroupBlock& block, int64_t s, int64_t j, VI16 (&pairs)[kPairsPerUnit]) {
   const DU16 du16;
   const DI16 di16;
-  const DI32 di32;
   const auto nibbles = hn::Set(du16, 0x0f0f);
   const auto low_bytes = hn::Set(du16, 0x00ff);
+  const auto packed = hn::BitCast(du16, hn::LoadU(DU8(), block.qs[j] + s * 4 * kLaneRows));
+  const auto low = hn::And(packed, nibbles);
+  const auto high = hn::And(hn::ShiftRight<4>(packed), nibbles);
+  pairs[0] = hn::BitCast(di16, hn::And(low, low_bytes));
+  pairs[1] = hn::BitCast(di16, hn::ShiftRight<8>(low));
+  pairs[2] = hn::BitCast(di16, hn::And(high, low_bytes));
+  pairs[3] = hn::BitCast(di16, hn::ShiftRight<8>(high));
+}
+
+// Where GroupTokens gets a block's pairs: unpacked as it goes (a decode step reads each block
+// once), or from a copy of the whole group unpacked once for a batch's token tiles (unpacking is
+// as much work as a tile of tokens: doing it per tile made AVX2 prefill 30% slower).
+struct PairsOnTheFly {
+  const Q4_0RowGroupBlock* group;
+  HWY_INLINE void Get(int64_t b, int64_t s, int64_t j, VI16 (&pairs)[kPairsPerUnit]) const {
+    UnpackPairs(group[b], s, j, pairs);
+  }
+};
+constexpr size_t kPairVectorsPerBlock = kGroupVectors * kRowGroupUnits * kPairsPerUnit;
+struct UnpackedPairs {
+  const int16_t* vectors;  // kPairVectorsPerBlock per block, in Get's order
+  HWY_INLINE void Get(int64_t b, int64_t s, int64_t j, VI16 (&pairs)[kPairsPerUnit]) const {
+    const DI16 di16;
+    const int16_t* first = vectors + ((b * kGroupVectors + s) * kRowGroupUnits + j) * kPairsPerUnit * hn::Lanes(di16);
+    for (int64_t p = 0; p < kPairsPerUnit; ++p) pairs[p] = hn::Load(di16, first + p * hn::Lanes(di16));
+  }
+};
+
+void UnpackGroupPairs(const Q4_0RowGroupBlock* group, int64_t n_blocks, int16_t* out) {
+  const DI16 di16;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int64_t s = 0; s < kGroupVectors; ++s) {
+      for (int64_t j = 0; j < kRowGroupUnits; ++j) {
+        VI16 pairs[kPairsPerUnit];
+        UnpackPairs(group[b], s, j, pairs);
+        for (const VI16& p : pairs) {
+          hn::Store(p, di16, out);
+          out += hn::Lanes(di16);
+        }
+      }
+    }
+  }
+}
+
+template <size_t kTokens, class Pairs>
+HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group, const Pairs& weights,
+                              int64_t first_row, const TokenTile<kTokens>& x) {
+  const DI16 di16;
+  const DI32 di32;
   GroupAccumulators<kTokens> acc;
   for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
     const Q4_0RowGroupBlock& block = group[b];
@@ -133,22 +182,17 @@ HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* gr
       VI32 sums[kTokens], odd_products[kTokens];
       for (size_t t = 0; t < kTokens; ++t) sums[t] = odd_products[t] = hn::Zero(di32);
       for (int64_t j = 0; j < kRowGroupUnits; ++j) {
-        const auto packed = hn::BitCast(du16, hn::LoadU(du8, block.qs[j] + s * 4 * kLaneRows));
-        const auto low = hn::And(packed, nibbles);                      // elements 4j..4j+3
-        const auto high = hn::And(hn::ShiftRight<4>(packed), nibbles);  // elements 16+4j..
-        const auto low_even = hn::BitCast(di16, hn::And(low, low_bytes));
-        const auto low_odd = hn::BitCast(di16, hn::ShiftRight<8>(low));
-        const auto high_even = hn::BitCast(di16, hn::And(high, low_bytes));
-        const auto high_odd = hn::BitCast(di16, hn::ShiftRight<8>(high));
+        VI16 w[kPairsPerUnit];
+        weights.Get(b, s, j, w);
         for (size_t t = 0; t < kTokens; ++t) {
           const WideQ8Block& xw = x.wide[t][b];
           const auto pair = [&](const int16_t* values, int64_t unit) {
             return hn::BitCast(di16, hn::Set(di32, Word(values, static_cast<size_t>(unit))));
           };
-          sums[t] = hn::ReorderWidenMulAccumulate(di32, low_even, pair(xw.even, j), sums[t], odd_products[t]);
-          sums[t] = hn::ReorderWidenMulAccumulate(di32, low_odd, pair(xw.odd, j), sums[t], odd_products[t]);
-          sums[t] = hn::ReorderWidenMulAccumulate(di32, high_even, pair(xw.even, j + 4), sums[t], odd_products[t]);
-          sums[t] = hn::ReorderWidenMulAccumulate(di32, high_odd, pair(xw.odd, j + 4), sums[t], odd_products[t]);
+          sums[t] = hn::ReorderWidenMulAccumulate(di32, w[0], pair(xw.even, j), sums[t], odd_products[t]);
+          sums[t] = hn::ReorderWidenMulAccumulate(di32, w[1], pair(xw.odd, j), sums[t], odd_products[t]);
+          sums[t] = hn::ReorderWidenMulAccumulate(di32, w[2], pair(xw.even, j + 4), sums[t], odd_products[t]);
+          sums[t] = hn::ReorderWidenMulAccumulate(di32, w[3], pair(xw.odd, j + 4), sums[t], odd_products[t]);
         }
       }
       const VF w_scales = RowScales(block, s);
@@ -203,36 +247,41 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupTokens(const DotRowsJob& job, const
 }
 #endif
 
-// Tokens per tile: each block's units are unpacked once per tile, and the accumulators stay in
-// registers (AVX-512 has 32).
-constexpr size_t kTileTokens = HWY_TARGET == HWY_AVX3_DL ? 8 : kLaneRows >= 16 ? 4 : 2;
+// Tokens per tile: as many as the accumulators leave registers for (VNNI: 8 of AVX-512's 32; the
+// int16 path keeps one per vector of the group and token: 4 was faster than 2 on AVX2, 147 against
+// 89 tok/s prefill on gemma3-1b, though SSE4's four vectors per group then spill).
+constexpr size_t kTileTokens = HWY_TARGET == HWY_AVX3_DL ? 8 : 4;
 
+// The kernel of this target for one tile of tokens; `pairs` (non-AVX3_DL targets, batches): the
+// group unpacked by UnpackGroupPairs.
 template <size_t kTokens>
-void TokenTileOfGroup(const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row, int64_t t0) {
+void TokenTileOfGroup(const DotRowsJob& job, const Q4_0RowGroupBlock* group, const int16_t* pairs,
+                      int64_t first_row, int64_t t0) {
   const TokenTile<kTokens> x(*job.activations, t0);
 #if HWY_TARGET == HWY_AVX3_DL
   VnniGroupTokens<kTokens>(job, group, first_row, x);
 #else
-  GroupTokens<kTokens>(job, group, first_row, x);
+  if (pairs) return GroupTokens<kTokens>(job, group, UnpackedPairs{pairs}, first_row, x);
+  GroupTokens<kTokens>(job, group, PairsOnTheFly{group}, first_row, x);
 #endif
 }
 
 // Calls TokenTileOfGroup for tokens [t0, n_tokens), fewer than T of them, as one tile.
 template <size_t T>
-void LastTokenTile(const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row, int64_t t0,
-                   int64_t remaining) {
-  if (remaining == static_cast<int64_t>(T)) return TokenTileOfGroup<T>(job, group, first_row, t0);
-  if constexpr (T > 1) LastTokenTile<T - 1>(job, group, first_row, t0, remaining);
+void LastTokenTile(const DotRowsJob& job, const Q4_0RowGroupBlock* group, const int16_t* pairs, int64_t first_row,
+                   int64_t t0, int64_t remaining) {
+  if (remaining == static_cast<int64_t>(T)) return TokenTileOfGroup<T>(job, group, pairs, first_row, t0);
+  if constexpr (T > 1) LastTokenTile<T - 1>(job, group, pairs, first_row, t0, remaining);
 }
 
 // One group's rows for tokens [t0, n_tokens).
-void GroupRowsFrom(const DotRowsJob& job, int64_t first_row, int64_t t0) {
+void GroupRowsFrom(const DotRowsJob& job, int64_t first_row, int64_t t0, const int16_t* pairs = nullptr) {
   const Q4_0RowGroupBlock* group = q4_0_row_group(*job.weights, first_row);
   const int64_t n_tokens = job.activations->n_tokens();
   for (; t0 + static_cast<int64_t>(kTileTokens) <= n_tokens; t0 += kTileTokens) {
-    TokenTileOfGroup<kTileTokens>(job, group, first_row, t0);
+    TokenTileOfGroup<kTileTokens>(job, group, pairs, first_row, t0);
   }
-  if (t0 < n_tokens) LastTokenTile<kTileTokens - 1>(job, group, first_row, t0, n_tokens - t0);
+  if (t0 < n_tokens) LastTokenTile<kTileTokens - 1>(job, group, pairs, first_row, t0, n_tokens - t0);
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -332,8 +381,19 @@ CHANNEL_AMX_ATTR void AmxRowGroupRows(const DotRowsJob& job, int64_t begin, int6
 #endif
 
 void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  const int64_t n_tokens = job.activations->n_tokens();
 #if HWY_TARGET == HWY_AVX3_DL
-  if (job.activations->n_tokens() >= kAmxTokens && amx_int8_ready()) return AmxRowGroupRows(job, begin, end);
+  if (n_tokens >= kAmxTokens && amx_int8_ready()) return AmxRowGroupRows(job, begin, end);
+#else
+  if (n_tokens > static_cast<int64_t>(kTileTokens)) {  // several token tiles share each group's pairs
+    const int64_t n_blocks = job.activations->cols() / kQuantBlock;
+    const auto pairs = hwy::AllocateAligned<int16_t>(n_blocks * kPairVectorsPerBlock * hn::Lanes(DI16()));
+    for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
+      UnpackGroupPairs(q4_0_row_group(*job.weights, first_row), n_blocks, pairs.get());
+      GroupRowsFrom(job, first_row, 0, pairs.get());
+    }
+    return;
+  }
 #endif
   for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) GroupRowsFrom(job, first_row, 0);
 }
