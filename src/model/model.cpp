@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -240,6 +241,11 @@ void Model::convert_matrices(const std::vector<MatrixBinding>& bindings, const M
     converted_bytes_.push_back(std::move(converted.bytes));
     report(static_cast<int>(i + 1));
   }
+}
+
+bool Model::holds_converted_bytes(const WeightMatrix& w) const {
+  return std::any_of(converted_bytes_.begin(), converted_bytes_.end(),
+                     [&](const MatrixBytes& bytes) { return bytes.data() == w.data; });
 }
 
 }  // namespace channel

@@ -104,6 +104,8 @@ class Model {
   const PerLayerInputWeights& per_layer_inputs() const { return per_layer_inputs_; }  // E-models only
   // The matrices the load converted, in load order (empty without a conversion).
   const std::vector<ConvertedWeight>& converted_weights() const { return converted_weights_; }
+  // Whether `w` views bytes the load converted (held by the model), not the model's file.
+  bool holds_converted_bytes(const WeightMatrix& w) const;
 
  private:
   struct MatrixBinding;

@@ -1,6 +1,7 @@
-// The model's dense matrices in the layouts the CPU kernels read: Q4_0 matrices whose rows split
-// into row groups are repacked (q4_0_row_groups.h) when the backend starts, every other matrix
-// is the model's own view. Left as they are: MoE experts (read a few rows of a stacked tensor at a
+// The model's dense matrices in the layouts the CPU kernels read: Q4_0 matrices of the model's
+// file whose rows split into row groups are repacked (q4_0_row_groups.h) when the backend starts,
+// every other matrix is the model's own view (also Q4_0 matrices the load converted: repacking
+// those would hold them twice in memory). Left as they are: MoE experts (read a few rows of a stacked tensor at a
 // time), the token embeddings and the output projection (also read row by row, by look-up and by
 // probes' candidate rows).
 #pragma once
@@ -33,8 +34,8 @@ class KernelWeights {
   const WeightMatrix& per_layer_model_proj() const { return per_layer_model_proj_; }  // E-models
 
  private:
-  // `w` repacked if it can be, else `w` itself.
-  WeightMatrix kernel_view(const WeightMatrix& w, ThreadPool& pool);
+  // `w` repacked if it can be and is worth it, else `w` itself.
+  WeightMatrix kernel_view(const Model& model, const WeightMatrix& w, ThreadPool& pool);
 
   std::vector<Q4_0RowGroupMatrix> repacked_;  // the storage behind the repacked views
   std::vector<LayerMatrices> layers_;
