@@ -27,9 +27,15 @@ ThreadPool::ThreadPool(int n_threads) {
 
 ThreadPool::~ThreadPool() {
   stopping_.store(true, std::memory_order_release);
-  { std::lock_guard lock(mutex_); }
-  work_ready_.notify_all();
+  wake(work_ready_);
   for (auto& worker : workers_) worker.join();
+}
+
+void ThreadPool::wake(std::condition_variable& waiters) {
+  // A thread between its check of the counters and its sleep holds mutex_: taking it once means
+  // that thread is asleep by now (and will get the notification) or will see the new counters.
+  { std::lock_guard lock(mutex_); }
+  waiters.notify_all();
 }
 
 template <class Ready>
@@ -58,8 +64,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   job_chunk_ = (n_grains + threads - 1) / threads * grain;
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
-  { std::lock_guard lock(mutex_); }  // a worker between its check and its sleep is asleep now
-  work_ready_.notify_all();
+  wake(work_ready_);
   fn(0, std::min(n, job_chunk_));  // the caller takes chunk 0
   wait_until(work_done_, [this] { return pending_.load(std::memory_order_acquire) == 0; });
 }
@@ -76,10 +81,7 @@ void ThreadPool::worker_loop(int worker_index) {
     const int64_t begin = std::min(job_n_, worker_index * job_chunk_);
     const int64_t end = std::min(job_n_, begin + job_chunk_);
     if (begin < end) (*job_)(begin, end);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      { std::lock_guard lock(mutex_); }  // the caller between its check and its sleep is asleep now
-      work_done_.notify_one();
-    }
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) wake(work_done_);
   }
 }
 

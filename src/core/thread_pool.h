@@ -39,6 +39,8 @@ class ThreadPool {
   // ready() reads before it takes mutex_, so no wake-up is lost).
   template <class Ready>
   void wait_until(std::condition_variable& wake, Ready ready);
+  // Wakes the threads asleep on `waiters`, called after changing what their ready() reads.
+  void wake(std::condition_variable& waiters);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;

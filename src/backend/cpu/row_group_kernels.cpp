@@ -319,6 +319,8 @@ CHANNEL_VNNI_ATTR void UnpackGroupWeights(const Q4_0RowGroupBlock* group, int64_
   }
 }
 
+// Not inlined: GCC's tile loads are asm statements that do not name the memory they read, and a
+// call is what keeps the unpacked weights' stores before them.
 CHANNEL_AMX_ATTR HWY_NOINLINE void AmxGroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group,
                                                   const int8_t* weights, int64_t first_row, int64_t t0) {
   const PreparedActivations& x = *job.activations;
@@ -335,32 +337,27 @@ CHANNEL_AMX_ATTR HWY_NOINLINE void AmxGroupTokens(const DotRowsJob& job, const Q
     }
   };
   // Block b's product of 16 tokens and the weights goes into tile 0 (even b) or 3 (odd b), its
-  // operands into the next two tiles. (The tile intrinsics take literal tile numbers.)
+  // operands into the next two tiles. The tile intrinsics take literal tile numbers, hence a macro.
   const auto quants = [&](int64_t b) { return x_blocks[b].qs; };  // token t's: token_stride further
   const auto weight_tile = [&](int64_t b) { return weights + b * kUnitsBytes; };
-  _tile_zero(0);
-  _tile_loadd(1, quants(0), token_stride);
-  _tile_loadd(2, weight_tile(0), 64);
-  _tile_dpbssd(0, 1, 2);
+#define CHANNEL_AMX_BLOCK_PRODUCT(sums_tile, x_tile, w_tile, b) \
+  do {                                                         \
+    _tile_zero(sums_tile);                                     \
+    _tile_loadd(x_tile, quants(b), token_stride);              \
+    _tile_loadd(w_tile, weight_tile(b), 64);                   \
+    _tile_dpbssd(sums_tile, x_tile, w_tile);                   \
+  } while (false)
+  CHANNEL_AMX_BLOCK_PRODUCT(0, 1, 2, 0);
   for (int64_t b = 0; b < n_blocks; b += 2) {
-    if (b + 1 < n_blocks) {
-      _tile_zero(3);
-      _tile_loadd(4, quants(b + 1), token_stride);
-      _tile_loadd(5, weight_tile(b + 1), 64);
-      _tile_dpbssd(3, 4, 5);
-    }
+    if (b + 1 < n_blocks) CHANNEL_AMX_BLOCK_PRODUCT(3, 4, 5, b + 1);
     _tile_stored(0, sums, sizeof(sums[0]));
     add_block(b);
     if (b + 1 == n_blocks) break;
-    if (b + 2 < n_blocks) {
-      _tile_zero(0);
-      _tile_loadd(1, quants(b + 2), token_stride);
-      _tile_loadd(2, weight_tile(b + 2), 64);
-      _tile_dpbssd(0, 1, 2);
-    }
+    if (b + 2 < n_blocks) CHANNEL_AMX_BLOCK_PRODUCT(0, 1, 2, b + 2);
     _tile_stored(3, sums, sizeof(sums[0]));
     add_block(b + 1);
   }
+#undef CHANNEL_AMX_BLOCK_PRODUCT
   acc.Store(job, first_row, t0);
 }
 

@@ -18,6 +18,7 @@
 #include "core/half.h"
 #include "hwy_targets.h"
 #include "random_weights.h"
+#include "run_matmul.h"
 
 namespace channel::cpu {
 namespace {
@@ -40,12 +41,7 @@ using testing::random_activations;
 using testing::random_matrix;
 using testing::TestMatrix;
 
-std::vector<float> run_matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tokens, int threads = 2) {
-  ThreadPool pool(threads);
-  std::vector<float> out(n_tokens * w.rows, std::nanf(""));
-  matmul(w, x.data(), n_tokens, out.data(), pool);
-  return out;
-}
+using testing::run_matmul;
 
 const uint8_t* row_data(const WeightMatrix& w, int64_t row) { return w.data + row * w.row_bytes; }
 

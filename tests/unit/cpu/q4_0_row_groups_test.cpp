@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "hwy_targets.h"
 #include "random_weights.h"
+#include "run_matmul.h"
 
 namespace channel::cpu {
 namespace {
@@ -21,12 +22,7 @@ using testing::random_activations;
 using testing::random_matrix;
 using testing::TestMatrix;
 
-std::vector<float> run_matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tokens, int threads = 2) {
-  ThreadPool pool(threads);
-  std::vector<float> out(n_tokens * w.rows, std::nanf(""));
-  matmul(w, x.data(), n_tokens, out.data(), pool);
-  return out;
-}
+using testing::run_matmul;
 
 std::vector<BlockQ8_0> quantized_token(const std::vector<float>& x, int64_t t, int64_t cols) {
   std::vector<BlockQ8_0> q8(cols / kQuantBlock);
