@@ -50,7 +50,7 @@ void ThreadPool::wait_until(std::condition_variable& wake, Ready ready) {
   wake.wait(lock, ready);
 }
 
-void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
+void ThreadPool::run(int64_t n, int64_t grain, Job fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t n_grains = (n + grain - 1) / grain;
@@ -59,7 +59,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
-  job_ = &fn;
+  job_ = fn;
   job_n_ = n;
   job_chunk_ = (n_grains + threads - 1) / threads * grain;
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
@@ -80,7 +80,7 @@ void ThreadPool::worker_loop(int worker_index) {
     seen_generation = generation_.load(std::memory_order_acquire);
     const int64_t begin = std::min(job_n_, worker_index * job_chunk_);
     const int64_t end = std::min(job_n_, begin + job_chunk_);
-    if (begin < end) (*job_)(begin, end);
+    if (begin < end) job_(begin, end);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) wake(work_done_);
   }
 }

@@ -11,7 +11,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -29,11 +28,23 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(begin, end) on disjoint chunks covering [0, n). Chunks are multiples of `grain`
-  // (except the last) so callers can keep SIMD blocks or quant blocks whole.
-  void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn,
-                    int64_t grain = 1);
+  // (except the last) so callers can keep SIMD blocks or quant blocks whole. `fn` is called by
+  // reference, never copied (a std::function holding a lambda's captures would allocate, a
+  // decode step calls this hundreds of times).
+  template <class Fn>
+  void parallel_for(int64_t n, const Fn& fn, int64_t grain = 1) {
+    const auto call = [](const void* f, int64_t begin, int64_t end) { (*static_cast<const Fn*>(f))(begin, end); };
+    run(n, grain, Job{call, &fn});
+  }
 
  private:
+  // A caller's fn, by address, and how to call it.
+  struct Job {
+    void (*call)(const void* fn, int64_t begin, int64_t end) = nullptr;
+    const void* fn = nullptr;
+    void operator()(int64_t begin, int64_t end) const { call(fn, begin, end); }
+  };
+  void run(int64_t n, int64_t grain, Job job);
   void worker_loop(int worker_index);
   // Waits until `ready()`: spinning first, then asleep on `wake` (whose notifier changes what
   // ready() reads before it takes mutex_, so no wake-up is lost).
@@ -48,7 +59,7 @@ class ThreadPool {
   std::condition_variable work_done_;
   // The job: written by parallel_for before it publishes a new generation (release), read by
   // the workers after they see it (acquire).
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  Job job_;
   int64_t job_n_ = 0;
   int64_t job_chunk_ = 0;
   std::atomic<uint64_t> generation_{0};

@@ -20,13 +20,24 @@ struct WideQ8Block {
   int16_t odd[kQuantBlock / 2];
 };
 
+// The storage of PreparedActivations, kept by a caller from one product to the next so that a
+// decode step allocates nothing: the vectors only grow. One PreparedActivations at a time uses it.
+struct ActivationBuffers {
+  std::vector<BlockQ8_0> q8_blocks;
+  std::vector<WideQ8Block> wide_blocks;
+  std::vector<float> q8_scales;
+  std::vector<int32_t> q8_sums;
+  std::vector<float> rounded;  // F16 / BF16 weights
+};
+
 class PreparedActivations {
  public:
   // x holds n_tokens rows of `cols` values; it must outlive this object for F32 weights. With a
   // pool the tokens are converted over its threads (a prefill's activations are ~1% of its time
   // on one thread, so many threads need them shared out), without it on the calling thread.
+  // Without `buffers` the object allocates its own.
   PreparedActivations(GgmlType weight_type, const float* x, int64_t n_tokens, int64_t cols,
-                      ThreadPool* pool = nullptr);
+                      ThreadPool* pool = nullptr, ActivationBuffers* buffers = nullptr);
   PreparedActivations(const PreparedActivations&) = delete;
   PreparedActivations& operator=(const PreparedActivations&) = delete;
 
@@ -35,12 +46,12 @@ class PreparedActivations {
 
   // Q4_0 / Q8_0 weights: the Q8_0 blocks of token t, as ggml lays them out and widened for the
   // SIMD kernels with the scales decoded to f32.
-  const BlockQ8_0* q8_blocks(int64_t t) const { return q8_blocks_.data() + t * blocks_per_token(); }
-  const WideQ8Block* wide_blocks(int64_t t) const { return wide_blocks_.data() + t * blocks_per_token(); }
-  const float* q8_scales(int64_t t) const { return q8_scales_.data() + t * blocks_per_token(); }
+  const BlockQ8_0* q8_blocks(int64_t t) const { return b_.q8_blocks.data() + t * blocks_per_token(); }
+  const WideQ8Block* wide_blocks(int64_t t) const { return b_.wide_blocks.data() + t * blocks_per_token(); }
+  const float* q8_scales(int64_t t) const { return b_.q8_scales.data() + t * blocks_per_token(); }
   // The sum of each Q8_0 block's 32 quants: kernels that multiply Q4_0's stored nibbles (q + 8)
   // take 8 x this sum off to get the products with q.
-  const int32_t* q8_sums(int64_t t) const { return q8_sums_.data() + t * blocks_per_token(); }
+  const int32_t* q8_sums(int64_t t) const { return b_.q8_sums.data() + t * blocks_per_token(); }
 
   // F16 / BF16 / F32 weights: the `cols` values of token t.
   const float* values(int64_t t) const { return values_ + t * cols_; }
@@ -52,11 +63,8 @@ class PreparedActivations {
 
   int64_t n_tokens_;
   int64_t cols_;
-  std::vector<BlockQ8_0> q8_blocks_;
-  std::vector<WideQ8Block> wide_blocks_;
-  std::vector<float> q8_scales_;
-  std::vector<int32_t> q8_sums_;
-  std::vector<float> rounded_;     // storage behind values_ for F16 / BF16 weights
+  ActivationBuffers own_;  // used when the caller gives no buffers
+  ActivationBuffers& b_;
   const float* values_ = nullptr;
 };
 

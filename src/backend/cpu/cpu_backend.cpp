@@ -153,7 +153,7 @@ void CpuBackend::prepare_per_layer_inputs(const Batch& batch) {
   resize(proj_, n_tokens * all_layers);
   resize(gate_, all_layers);
   resize(per_layer_inputs_, n_tokens * all_layers);
-  matmul(weights_.per_layer_model_proj(), x_.data(), n_tokens, proj_.data(), pool_);
+  matmul(weights_.per_layer_model_proj(), x_.data(), n_tokens, proj_.data(), pool_, &activation_buffers_);
   for (int64_t t = 0; t < n_tokens; ++t) {
     float* token_rows = gate_.data();
     dequantize_row(w.token_embd, batch.tokens[t], token_rows);
@@ -181,13 +181,13 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   // A KV-shared layer computes queries only and attends over its source layer's cache.
   const bool writes_kv = config.owns_kv(il);
   resize(q_, n_tokens * q_width);
-  matmul(m.wq, normed_.data(), n_tokens, q_.data(), pool_);
+  matmul(m.wq, normed_.data(), n_tokens, q_.data(), pool_, &activation_buffers_);
   if (writes_kv) {
     resize(k_, n_tokens * kv_width);
     resize(v_, n_tokens * kv_width);
-    matmul(m.wk, normed_.data(), n_tokens, k_.data(), pool_);
+    matmul(m.wk, normed_.data(), n_tokens, k_.data(), pool_, &activation_buffers_);
     if (m.wv) {
-      matmul(*m.wv, normed_.data(), n_tokens, v_.data(), pool_);
+      matmul(*m.wv, normed_.data(), n_tokens, v_.data(), pool_, &activation_buffers_);
     } else {
       std::copy_n(k_.data(), n_tokens * kv_width, v_.data());  // Gemma 4 layers without attn_v: V = K
     }
@@ -258,7 +258,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   attend(problem, pool_);
 
   resize(proj_, n_tokens * n_embd);
-  matmul(m.wo, attn_.data(), n_tokens, proj_.data(), pool_);
+  matmul(m.wo, attn_.data(), n_tokens, proj_.data(), pool_, &activation_buffers_);
   add_normed_projection(w.post_attn_norm, n_tokens);
 }
 
@@ -281,11 +281,11 @@ void CpuBackend::dense_ffn(int il, int64_t n_tokens) {
   norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.ffn_norm, pool_);
   resize(gate_, n_tokens * n_ff);
   resize(up_, n_tokens * n_ff);
-  matmul(m.ffn_gate, normed_.data(), n_tokens, gate_.data(), pool_);
-  matmul(m.ffn_up, normed_.data(), n_tokens, up_.data(), pool_);
+  matmul(m.ffn_gate, normed_.data(), n_tokens, gate_.data(), pool_, &activation_buffers_);
+  matmul(m.ffn_up, normed_.data(), n_tokens, up_.data(), pool_, &activation_buffers_);
   geglu_values(gate_.data(), up_.data(), gate_.data(), n_tokens * n_ff, pool_);
   resize(proj_, n_tokens * n_embd);
-  matmul(m.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_);
+  matmul(m.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_, &activation_buffers_);
 }
 
 // llama.cpp's gemma4 MoE layer: the dense FFN (the shared expert) and the routed experts both
@@ -332,10 +332,10 @@ void CpuBackend::per_layer_embedding_block(int il, int64_t n_tokens) {
   const LayerMatrices& m = weights_.layer(il);
   const int64_t width = config.n_embd_per_layer;
   resize(gate_, n_tokens * width);
-  matmul(m.per_layer_gate, x_.data(), n_tokens, gate_.data(), pool_);
+  matmul(m.per_layer_gate, x_.data(), n_tokens, gate_.data(), pool_, &activation_buffers_);
   geglu_values(gate_.data(), per_layer_inputs_.data() + int64_t{il} * n_tokens * width, gate_.data(), n_tokens * width,
                pool_);
-  matmul(m.per_layer_proj, gate_.data(), n_tokens, proj_.data(), pool_);
+  matmul(m.per_layer_proj, gate_.data(), n_tokens, proj_.data(), pool_, &activation_buffers_);
   add_normed_projection(w.per_layer_post_norm, n_tokens);
 }
 
@@ -379,11 +379,12 @@ void CpuBackend::output_logits(int64_t n_tokens, LogitsWanted wanted, std::span<
   if (wanted == LogitsWanted::Candidates) {
     out.n_cols = static_cast<int64_t>(candidates.size());
     out.values.resize(static_cast<size_t>(n_rows * out.n_cols));
-    matmul_rows(model_->output(), normed_.data(), n_rows, candidates, out.values.data(), pool_);
+    matmul_rows(model_->output(), normed_.data(), n_rows, candidates, out.values.data(), pool_,
+                &activation_buffers_);
   } else {
     out.n_cols = config.n_vocab;
     out.values.resize(static_cast<size_t>(n_rows * out.n_cols));
-    matmul(model_->output(), normed_.data(), n_rows, out.values.data(), pool_);
+    matmul(model_->output(), normed_.data(), n_rows, out.values.data(), pool_, &activation_buffers_);
   }
   if (config.final_softcap > 0.0f) softcap(out.values.data(), static_cast<int64_t>(out.values.size()), config.final_softcap);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/activations.h"
 #include "backend/cpu/kernel_weights.h"
 #include "backend/cpu/moe.h"
 #include "core/thread_pool.h"
@@ -70,6 +71,8 @@ class CpuBackend final : public Backend {
   // Attention inputs rebuilt per layer: the view as one list, each token's visible positions.
   std::vector<uint32_t> view_list_;
   std::vector<int32_t> min_position_, max_position_;
+  // The matrix products' converted activations, reused from one product to the next.
+  ActivationBuffers activation_buffers_;
   // Activations for the current batch, [n_tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
   // E-models: every layer's per-layer embedding input, [n_layer][n_tokens][n_embd_per_layer].

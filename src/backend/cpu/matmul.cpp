@@ -45,11 +45,11 @@ DotRowsJob product_job(const WeightMatrix& w, const PreparedActivations& activat
 
 // out[t * n_out + i] = dot(weight row (row_ids.empty() ? i : row_ids[i]), token t), i < n_out.
 void multiply(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> row_ids,
-              int64_t n_out, float* out, ThreadPool& pool) {
+              int64_t n_out, float* out, ThreadPool& pool, ActivationBuffers* buffers) {
   check_weights(w);
   if (!row_ids.empty() && w.layout != WeightLayout::kGguf) fail("matmul_rows: the matrix is repacked");
   if (n_tokens <= 0 || n_out <= 0) return;
-  const PreparedActivations activations(w.type, x, n_tokens, w.cols, &pool);
+  const PreparedActivations activations(w.type, x, n_tokens, w.cols, &pool, buffers);
   DotRowsJob job = product_job(w, activations, out, n_out);
   job.row_ids = row_ids;
   pool.parallel_for(
@@ -58,8 +58,9 @@ void multiply(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span
 
 }  // namespace
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool) {
-  multiply(w, x, n_tokens, {}, w.rows, out, pool);
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool,
+            ActivationBuffers* buffers) {
+  multiply(w, x, n_tokens, {}, w.rows, out, pool, buffers);
 }
 
 void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool) {
@@ -92,11 +93,11 @@ void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool) {
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> rows,
-                 float* out, ThreadPool& pool) {
+                 float* out, ThreadPool& pool, ActivationBuffers* buffers) {
   for (const int32_t row : rows) {
     if (row < 0 || row >= w.rows) fail("matmul_rows: row {} out of range [0, {})", row, w.rows);
   }
-  multiply(w, x, n_tokens, rows, static_cast<int64_t>(rows.size()), out, pool);
+  multiply(w, x, n_tokens, rows, static_cast<int64_t>(rows.size()), out, pool, buffers);
 }
 
 }  // namespace channel::cpu

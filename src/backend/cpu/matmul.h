@@ -17,14 +17,18 @@
 namespace channel::cpu {
 
 using channel::WeightMatrix;  // defined with the model: the view of a GGUF weight tensor
+struct ActivationBuffers;      // activations.h
 
-// out[t * w.rows + r] = dot(row r of w, x + t * w.cols) for t < n_tokens, r < w.rows.
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool);
+// out[t * w.rows + r] = dot(row r of w, x + t * w.cols) for t < n_tokens, r < w.rows. The
+// activations are converted into `buffers` when given (a caller's, reused: no allocation), else
+// into storage of the call's own.
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool,
+            ActivationBuffers* buffers = nullptr);
 
 // Same for a subset of rows: out[t * rows.size() + i] = dot(row rows[i] of w, token t).
 // Used for output-projection candidates (probes) without touching the other rows.
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, std::span<const int32_t> rows,
-                 float* out, ThreadPool& pool);
+                 float* out, ThreadPool& pool, ActivationBuffers* buffers = nullptr);
 
 // One of several independent products run together by matmul_batch: out[t * out_stride + r] =
 // dot(row r of w, x + t * w.cols) for t < n_tokens, r < w.rows.
