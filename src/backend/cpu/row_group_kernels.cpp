@@ -6,7 +6,6 @@
 #include <hwy/cache_control.h>
 
 #include "backend/cpu/amx_support.h"
-
 #include "backend/cpu/q4_0_row_groups.h"
 
 // Highway compiles this file once per SIMD target and dispatches at run time.
