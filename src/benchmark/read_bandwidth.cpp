@@ -1,20 +1,18 @@
 #include "benchmark/read_bandwidth.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <barrier>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "core/error.h"
+#include "core/huge_page_buffer.h"
 
 namespace channel {
 namespace {
@@ -62,22 +60,6 @@ uint64_t sum_words(int streams, const uint64_t* begin, const uint64_t* end) {
   }
 }
 
-// An anonymous mapping, unmapped when it goes.
-class MappedBuffer {
- public:
-  explicit MappedBuffer(size_t bytes) : bytes_(bytes) {
-    data_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (data_ == MAP_FAILED) fail("cannot map {} MiB: {}", bytes >> 20, std::strerror(errno));
-  }
-  ~MappedBuffer() { munmap(data_, bytes_); }
-  MappedBuffer(const MappedBuffer&) = delete;
-  MappedBuffer& operator=(const MappedBuffer&) = delete;
-  uint64_t* words() const { return static_cast<uint64_t*>(data_); }
-
- private:
-  size_t bytes_;
-  void* data_;
-};
 
 }  // namespace
 
@@ -119,8 +101,8 @@ ReadBandwidth measure_read_bandwidth(const ReadBandwidthOptions& options) {
   ReadBandwidth result;
   result.bytes = options.bytes ? options.bytes : default_read_buffer_bytes();
   const size_t words = result.bytes / sizeof(uint64_t);
-  const MappedBuffer buffer(result.bytes);
-  uint64_t* data = buffer.words();
+  const HugePageBuffer buffer(result.bytes);
+  auto* data = reinterpret_cast<uint64_t*>(buffer.data());
 
   const unsigned n = std::max(1u, options.threads);
   // Parts are whole 4 KiB pages, so no two threads touch the same page.

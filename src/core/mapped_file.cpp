@@ -72,6 +72,20 @@ void MappedFile::prefetch(const std::function<void(size_t done, size_t total)>& 
   }
 }
 
+bool MappedFile::contains(const void* begin, size_t n) const {
+  const auto* first = static_cast<const uint8_t*>(begin);
+  return data_ != nullptr && first >= data_ && n <= size_ && static_cast<size_t>(first - data_) <= size_ - n;
+}
+
+void MappedFile::release_pages(const void* begin, size_t n) const {
+  if (!contains(begin, n)) fail("'{}': release_pages outside the mapping", path_);
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + n) / page * page;
+  // Advice only: where the kernel declines, the pages stay resident and everything still works.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 void MappedFile::release() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;

@@ -28,6 +28,14 @@ class MappedFile {
   void prefetch(const std::function<void(size_t done, size_t total)>& progress) const;
   const std::string& path() const { return path_; }
 
+  // Whether [begin, begin + n) lies within the mapping.
+  bool contains(const void* begin, size_t n) const;
+  // Drops the whole pages within [begin, begin + n) (which must lie within the mapping) from
+  // this process, for bytes it keeps a copy of: the mapping stays valid, and a later read faults
+  // a page back in from the page cache or the file. Without it the copied pages would stay
+  // resident as the process's memory until the system reclaims them.
+  void release_pages(const void* begin, size_t n) const;
+
  private:
   void release();
 

@@ -384,7 +384,7 @@ void CpuBackend::output_logits(int64_t n_tokens, LogitsWanted wanted, std::span<
   } else {
     out.n_cols = config.n_vocab;
     out.values.resize(static_cast<size_t>(n_rows * out.n_cols));
-    matmul(model_->output(), normed_.data(), n_rows, out.values.data(), pool_, &activation_buffers_);
+    matmul(weights_.output(), normed_.data(), n_rows, out.values.data(), pool_, &activation_buffers_);
   }
   if (config.final_softcap > 0.0f) softcap(out.values.data(), static_cast<int64_t>(out.values.size()), config.final_softcap);
 }

@@ -1,5 +1,9 @@
 #include "backend/cpu/kernel_weights.h"
 
+#include <cstring>
+
+#include "core/mapped_file.h"
+
 namespace channel::cpu {
 
 KernelWeights::KernelWeights(const Model& model, ThreadPool& pool) {
@@ -17,15 +21,33 @@ KernelWeights::KernelWeights(const Model& model, ThreadPool& pool) {
     layers_.push_back(m);
   }
   per_layer_model_proj_ = kernel_view(model, model.per_layer_inputs().model_proj, pool);
+  output_ = kernel_view(model, model.output(), pool);
 }
 
 WeightMatrix KernelWeights::kernel_view(const Model& model, const WeightMatrix& w, ThreadPool& pool) {
-  // A matrix the load converted to Q4_0 lives in the model's own memory, which stays allocated:
-  // a repacked copy would hold it twice (a mapped file's pages, once repacked, are no longer
-  // read and the kernel can drop them).
-  if (!repackable_to_q4_0_row_groups(w) || model.holds_converted_bytes(w)) return w;
-  repacked_.emplace_back(w, pool);
-  return repacked_.back().matrix();
+  if (w.data == nullptr || w.rows == 0 || model.holds_converted_bytes(w)) return w;
+  const size_t bytes = w.row_bytes * static_cast<size_t>(w.rows);
+  const MappedFile* file = model.gguf().mapping();
+  const bool in_file = file != nullptr && file->contains(w.data, bytes);
+  WeightMatrix view = w;
+  if (repackable_to_q4_0_row_groups(w)) {
+    view = repacked_.emplace_back(w, pool).matrix();
+  } else if (in_file) {
+    view = huge_page_copy(w, pool);
+  }
+  if (in_file) file->release_pages(w.data, bytes);
+  return view;
+}
+
+WeightMatrix KernelWeights::huge_page_copy(const WeightMatrix& w, ThreadPool& pool) {
+  const HugePageBuffer& copy = copies_.emplace_back(w.row_bytes * static_cast<size_t>(w.rows));
+  pool.parallel_for(w.rows, [&](int64_t begin, int64_t end) {
+    std::memcpy(copy.data() + w.row_bytes * static_cast<size_t>(begin), w.row(begin),
+                w.row_bytes * static_cast<size_t>(end - begin));
+  });
+  WeightMatrix view = w;
+  view.data = copy.data();
+  return view;
 }
 
 }  // namespace channel::cpu

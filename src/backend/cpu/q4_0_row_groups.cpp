@@ -19,8 +19,8 @@ Q4_0RowGroupMatrix::Q4_0RowGroupMatrix(const WeightMatrix& w, ThreadPool& pool) 
   }
   const int64_t n_blocks = w.cols / kQuantBlock;
   const int64_t n_groups = w.rows / kRowGroupRows;
-  bytes_ = hwy::AllocateAligned<uint8_t>(static_cast<size_t>(n_groups * n_blocks) * sizeof(Q4_0RowGroupBlock));
-  auto* blocks = reinterpret_cast<Q4_0RowGroupBlock*>(bytes_.get());
+  bytes_ = HugePageBuffer(static_cast<size_t>(n_groups * n_blocks) * sizeof(Q4_0RowGroupBlock));
+  auto* blocks = reinterpret_cast<Q4_0RowGroupBlock*>(bytes_.data());
   pool.parallel_for(n_groups, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       for (int64_t r = 0; r < kRowGroupRows; ++r) {
@@ -34,7 +34,7 @@ Q4_0RowGroupMatrix::Q4_0RowGroupMatrix(const WeightMatrix& w, ThreadPool& pool) 
     }
   });
   matrix_ = w;
-  matrix_.data = bytes_.get();
+  matrix_.data = bytes_.data();
   matrix_.layout = WeightLayout::kQ4_0RowGroups;
 }
 

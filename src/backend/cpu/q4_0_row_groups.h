@@ -10,8 +10,7 @@
 
 #include <cstdint>
 
-#include <hwy/aligned_allocator.h>
-
+#include "core/huge_page_buffer.h"
 #include "core/thread_pool.h"
 #include "model/ggml_type.h"
 #include "model/weight_matrix.h"
@@ -47,7 +46,7 @@ class Q4_0RowGroupMatrix {
   const WeightMatrix& matrix() const { return matrix_; }
 
  private:
-  hwy::AlignedFreeUniquePtr<uint8_t[]> bytes_;
+  HugePageBuffer bytes_;  // streamed by every decode step: on huge pages
   WeightMatrix matrix_;
 };
 

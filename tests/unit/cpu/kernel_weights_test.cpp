@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include "test_models.h"
 
 namespace channel::cpu {
@@ -33,21 +36,39 @@ TEST(KernelWeightsTest, RepacksTheFilesQ4_0MatricesOfWholeRowGroups) {
   EXPECT_GT(repacked, 0) << "the synthesized model has no matrix of whole row groups: the test checks nothing";
 }
 
-TEST(KernelWeightsTest, LeavesMatricesTheLoadConvertedAndOtherTypes) {
+TEST(KernelWeightsTest, LeavesMatricesTheLoadConvertedWhereTheyAre) {
   const testing::TempDir dir;
   ModelLoadOptions to_q4;
   to_q4.conversion = LoadConversion::uniform(GgmlType::Q4_0);
   const auto converted = Model::load(testing::synthesize(dir, q4_0_model(GgmlType::F32), "f32.gguf"), to_q4);
-  const auto q8 = Model::load(testing::synthesize(dir, q4_0_model(GgmlType::Q8_0), "q8.gguf"));
   ThreadPool pool(2);
-  for (const auto* model : {converted.get(), q8.get()}) {
-    const KernelWeights weights(*model, pool);
-    for (size_t il = 0; il < model->layers().size(); ++il) {
-      EXPECT_EQ(weights.layer(static_cast<int>(il)).ffn_gate.data, model->layers()[il].ffn_gate.data);
-      EXPECT_EQ(weights.layer(static_cast<int>(il)).ffn_gate.layout, WeightLayout::kGguf);
-    }
+  const KernelWeights weights(*converted, pool);
+  for (size_t il = 0; il < converted->layers().size(); ++il) {
+    EXPECT_EQ(weights.layer(static_cast<int>(il)).ffn_gate.data, converted->layers()[il].ffn_gate.data);
+    EXPECT_EQ(weights.layer(static_cast<int>(il)).ffn_gate.layout, WeightLayout::kGguf);
   }
   EXPECT_EQ(converted->layers()[0].ffn_gate.type, GgmlType::Q4_0);  // converted, so the check above means something
+}
+
+// The bytes of `w` (GGUF layout) and of its kernel view are the same, in a different place.
+void expect_copied(const WeightMatrix& w, const WeightMatrix& kernel) {
+  EXPECT_EQ(kernel.layout, WeightLayout::kGguf);
+  EXPECT_NE(kernel.data, w.data);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(kernel.data) % (size_t{2} << 20), 0u) << "not on a huge page boundary";
+  const size_t bytes = w.row_bytes * static_cast<size_t>(w.rows);
+  EXPECT_EQ(std::memcmp(kernel.data, w.data, bytes), 0);
+}
+
+TEST(KernelWeightsTest, CopiesTheFilesOtherMatricesAsTheyAre) {
+  const testing::TempDir dir;
+  const auto q8 = Model::load(testing::synthesize(dir, q4_0_model(GgmlType::Q8_0), "q8.gguf"));
+  ThreadPool pool(2);
+  const KernelWeights weights(*q8, pool);
+  for (size_t il = 0; il < q8->layers().size(); ++il) {
+    expect_copied(q8->layers()[il].ffn_gate, weights.layer(static_cast<int>(il)).ffn_gate);
+    expect_copied(q8->layers()[il].wq, weights.layer(static_cast<int>(il)).wq);
+  }
+  expect_copied(q8->output(), weights.output());
 }
 
 }  // namespace
