@@ -13,6 +13,7 @@
 
 #include "backend/cpu/q4_0_row_groups.h"
 #include "core/huge_page_buffer.h"
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
 
@@ -40,13 +41,17 @@ class KernelWeights {
   const WeightMatrix& output() const { return output_; }
 
  private:
-  // `w` repacked or copied (see above), else `w` itself.
-  WeightMatrix kernel_view(const Model& model, const WeightMatrix& w, ThreadPool& pool);
-  // A copy of `w`'s bytes in huge-page memory, which this object keeps.
-  WeightMatrix huge_page_copy(const WeightMatrix& w, ThreadPool& pool);
+  // Every matrix of the model the kernels read, in a fixed order: where the views go.
+  template <class Visit>
+  void for_each_matrix(const Model& model, Visit&& visit);
+  // Whether `w` moves into the arena (see above).
+  static bool moves_to_arena(const Model& model, const WeightMatrix& w);
+  // `w` repacked or copied into `out` (as many bytes as `w`), its file pages released.
+  static WeightMatrix move_to(const Model& model, const WeightMatrix& w, uint8_t* out, ThreadPool& pool);
 
-  std::vector<Q4_0RowGroupMatrix> repacked_;  // the storage behind the repacked views
-  std::vector<HugePageBuffer> copies_;        // and behind the copied ones
+  // One buffer for all moved matrices: per-matrix buffers would each round up to whole huge
+  // pages (~1 MiB lost per matrix, 300 MB on gemma3-1b's 182 matrices).
+  HugePageBuffer arena_;
   std::vector<LayerMatrices> layers_;
   WeightMatrix per_layer_model_proj_;
   WeightMatrix output_;

@@ -13,29 +13,29 @@ bool repackable_to_q4_0_row_groups(const WeightMatrix& w) {
          w.cols % kQuantBlock == 0;
 }
 
-Q4_0RowGroupMatrix::Q4_0RowGroupMatrix(const WeightMatrix& w, ThreadPool& pool) {
+WeightMatrix repack_to_q4_0_row_groups(const WeightMatrix& w, uint8_t* out, ThreadPool& pool) {
   if (!repackable_to_q4_0_row_groups(w)) {
     fail("Q4_0 row groups: cannot repack a {} matrix of {} rows", ggml_type_traits(w.type).name, w.rows);
   }
   const int64_t n_blocks = w.cols / kQuantBlock;
   const int64_t n_groups = w.rows / kRowGroupRows;
-  bytes_ = HugePageBuffer(static_cast<size_t>(n_groups * n_blocks) * sizeof(Q4_0RowGroupBlock));
-  auto* blocks = reinterpret_cast<Q4_0RowGroupBlock*>(bytes_.data());
+  auto* blocks = reinterpret_cast<Q4_0RowGroupBlock*>(out);
   pool.parallel_for(n_groups, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       for (int64_t r = 0; r < kRowGroupRows; ++r) {
         const auto* row = reinterpret_cast<const BlockQ4_0*>(w.row(g * kRowGroupRows + r));
         for (int64_t b = 0; b < n_blocks; ++b) {
-          Q4_0RowGroupBlock& out = blocks[g * n_blocks + b];
-          out.d[r] = row[b].d;
-          for (int64_t j = 0; j < kRowGroupUnits; ++j) std::memcpy(&out.qs[j][4 * r], &row[b].qs[4 * j], 4);
+          Q4_0RowGroupBlock& block = blocks[g * n_blocks + b];
+          block.d[r] = row[b].d;
+          for (int64_t j = 0; j < kRowGroupUnits; ++j) std::memcpy(&block.qs[j][4 * r], &row[b].qs[4 * j], 4);
         }
       }
     }
   });
-  matrix_ = w;
-  matrix_.data = bytes_.data();
-  matrix_.layout = WeightLayout::kQ4_0RowGroups;
+  WeightMatrix view = w;
+  view.data = out;
+  view.layout = WeightLayout::kQ4_0RowGroups;
+  return view;
 }
 
 float dot_q4_0_row_group_reference(const WeightMatrix& w, int64_t row, const BlockQ8_0* x) {

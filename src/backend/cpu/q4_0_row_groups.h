@@ -10,7 +10,6 @@
 
 #include <cstdint>
 
-#include "core/huge_page_buffer.h"
 #include "core/thread_pool.h"
 #include "model/ggml_type.h"
 #include "model/weight_matrix.h"
@@ -37,18 +36,10 @@ inline const Q4_0RowGroupBlock* q4_0_row_group(const WeightMatrix& w, int64_t ro
   return reinterpret_cast<const Q4_0RowGroupBlock*>(w.data) + (row / kRowGroupRows) * (w.cols / kQuantBlock);
 }
 
-// A repacked copy of a Q4_0 matrix, which it owns; matrix() is its view (layout kQ4_0RowGroups).
-class Q4_0RowGroupMatrix {
- public:
-  // Repacks `w` (repackable_to_q4_0_row_groups), its groups shared out over `pool`.
-  Q4_0RowGroupMatrix(const WeightMatrix& w, ThreadPool& pool);
-
-  const WeightMatrix& matrix() const { return matrix_; }
-
- private:
-  HugePageBuffer bytes_;  // streamed by every decode step: on huge pages
-  WeightMatrix matrix_;
-};
+// Writes `w` (repackable_to_q4_0_row_groups) repacked into `out`, which holds as many bytes as
+// `w` (repacking keeps the size), its groups shared out over `pool`; returns the view of `out`
+// (layout kQ4_0RowGroups).
+WeightMatrix repack_to_q4_0_row_groups(const WeightMatrix& w, uint8_t* out, ThreadPool& pool);
 
 // The plain reading of a row-group row's dot product with Q8_0 activations: per block the exact
 // integer sum, scaled by d_w * d_x and accumulated in f32 block after block (the

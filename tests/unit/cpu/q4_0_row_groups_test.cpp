@@ -24,6 +24,14 @@ using testing::TestMatrix;
 
 using testing::run_matmul;
 
+// A repacked copy of a matrix with the bytes behind its view.
+struct Repacked {
+  Repacked(const WeightMatrix& w, ThreadPool& pool)
+      : bytes(w.row_bytes * static_cast<size_t>(w.rows)), matrix(repack_to_q4_0_row_groups(w, bytes.data(), pool)) {}
+  std::vector<uint8_t> bytes;
+  WeightMatrix matrix;
+};
+
 std::vector<BlockQ8_0> quantized_token(const std::vector<float>& x, int64_t t, int64_t cols) {
   std::vector<BlockQ8_0> q8(cols / kQuantBlock);
   quantize_row_q8_0_reference(x.data() + t * cols, cols, q8.data());
@@ -42,31 +50,31 @@ TEST(Q4_0RowGroupsTest, ReferenceOfRepackedRowsEqualsGgufReference) {
   std::mt19937 rng(21);
   ThreadPool pool(2);
   const TestMatrix m = random_matrix(GgmlType::Q4_0, 48, 160, rng);
-  const Q4_0RowGroupMatrix repacked(m.w, pool);
-  EXPECT_EQ(repacked.matrix().layout, WeightLayout::kQ4_0RowGroups);
+  const Repacked repacked(m.w, pool);
+  EXPECT_EQ(repacked.matrix.layout, WeightLayout::kQ4_0RowGroups);
   const std::vector<float> x = random_activations(160, rng);
   const std::vector<BlockQ8_0> q8 = quantized_token(x, 0, 160);
   for (int64_t r = 0; r < m.w.rows; ++r) {
     const float expected =
         dot_quant_reference(GgmlType::Q4_0, m.w.row(r), q8.data(), 160 / kQuantBlock, QuantAccumulation::kBlockSequential);
-    EXPECT_EQ(dot_q4_0_row_group_reference(repacked.matrix(), r, q8.data()), expected) << "row " << r;
+    EXPECT_EQ(dot_q4_0_row_group_reference(repacked.matrix, r, q8.data()), expected) << "row " << r;
   }
 }
 
 TEST(Q4_0RowGroupsTest, RejectsWhatItCannotRepackOrRead) {
   std::mt19937 rng(2);
   ThreadPool pool(1);
-  EXPECT_THROW(Q4_0RowGroupMatrix(random_matrix(GgmlType::Q4_0, 24, 64, rng).w, pool), Error);
-  EXPECT_THROW(Q4_0RowGroupMatrix(random_matrix(GgmlType::Q8_0, 32, 64, rng).w, pool), Error);
+  EXPECT_THROW(Repacked(random_matrix(GgmlType::Q4_0, 24, 64, rng).w, pool), Error);
+  EXPECT_THROW(Repacked(random_matrix(GgmlType::Q8_0, 32, 64, rng).w, pool), Error);
   const TestMatrix m = random_matrix(GgmlType::Q4_0, 32, 64, rng);
-  const Q4_0RowGroupMatrix repacked(m.w, pool);
-  EXPECT_THROW(Q4_0RowGroupMatrix(repacked.matrix(), pool), Error);  // already repacked
+  const Repacked repacked(m.w, pool);
+  EXPECT_THROW(Repacked(repacked.matrix, pool), Error);  // already repacked
   std::vector<float> row(64);
-  EXPECT_THROW(dequantize_row(repacked.matrix(), 0, row.data()), Error);
+  EXPECT_THROW(dequantize_row(repacked.matrix, 0, row.data()), Error);
   const std::vector<float> x = random_activations(64, rng);
   const std::vector<int32_t> rows = {0, 5};
   std::vector<float> out(2);
-  EXPECT_THROW(matmul_rows(repacked.matrix(), x.data(), 1, rows, out.data(), pool), Error);
+  EXPECT_THROW(matmul_rows(repacked.matrix, x.data(), 1, rows, out.data(), pool), Error);
 }
 
 using Q4_0RowGroupKernelTest = hwy_testing::PerHwyTarget;
@@ -83,12 +91,12 @@ TEST_P(Q4_0RowGroupKernelTest, MatchesTheGgufLayoutBitForBit) {
   for (const Shape shape : {Shape{16, 32}, Shape{48, 96}, Shape{160, 1024}, Shape{32, 2080}}) {
     const TestMatrix m = random_matrix(GgmlType::Q4_0, shape.rows, shape.cols, rng);
     ThreadPool pool(2);
-    const Q4_0RowGroupMatrix repacked(m.w, pool);
+    const Repacked repacked(m.w, pool);
     for (const int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 17, 33}) {
       SCOPED_TRACE(::testing::Message() << shape.rows << "x" << shape.cols << ", " << n_tokens << " tokens");
       const std::vector<float> x = random_activations(n_tokens * shape.cols, rng);
       const std::vector<float> gguf = run_matmul(m.w, x, n_tokens);
-      const std::vector<float> got = run_matmul(repacked.matrix(), x, n_tokens);
+      const std::vector<float> got = run_matmul(repacked.matrix, x, n_tokens);
       for (size_t i = 0; i < got.size(); ++i) {
         ASSERT_EQ(std::memcmp(&got[i], &gguf[i], sizeof(float)), 0)
             << "token " << i / shape.rows << " row " << i % shape.rows << ": " << got[i] << " vs " << gguf[i];
@@ -101,12 +109,12 @@ TEST_P(Q4_0RowGroupKernelTest, ResultsDoNotDependOnThreadCount) {
   std::mt19937 rng(13);
   const TestMatrix m = random_matrix(GgmlType::Q4_0, 1008, 64, rng);  // 63 groups, several chunks
   ThreadPool pool(1);
-  const Q4_0RowGroupMatrix repacked(m.w, pool);
+  const Repacked repacked(m.w, pool);
   for (const int64_t n_tokens : {1, 11}) {
     const std::vector<float> x = random_activations(n_tokens * 64, rng);
-    const std::vector<float> one_thread = run_matmul(repacked.matrix(), x, n_tokens, 1);
+    const std::vector<float> one_thread = run_matmul(repacked.matrix, x, n_tokens, 1);
     for (const int threads : {2, 3}) {
-      const std::vector<float> out = run_matmul(repacked.matrix(), x, n_tokens, threads);
+      const std::vector<float> out = run_matmul(repacked.matrix, x, n_tokens, threads);
       EXPECT_EQ(std::memcmp(out.data(), one_thread.data(), out.size() * sizeof(float)), 0)
           << n_tokens << " tokens, " << threads << " threads";
     }
