@@ -11,7 +11,7 @@ namespace channel {
 // How a matrix's bytes are laid out.
 enum class WeightLayout : uint8_t {
   kGguf,           // row-major as GGUF stores it
-  kQ4_0RowGroups,  // the CPU backend's repacked Q4_0 copy (backend/cpu/q4_0_row_groups.h)
+  kRowGroups,  // the CPU backend's repacked Q4_0 / Q8_0 copy (backend/cpu/row_groups.h)
 };
 
 // Row-major as GGUF stores it: `rows` rows (ne1) of `cols` values (ne0), unless `layout` says

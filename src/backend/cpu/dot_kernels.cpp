@@ -972,7 +972,7 @@ namespace channel::cpu {
 HWY_EXPORT(DotRows);
 
 void dot_rows(const DotRowsJob& job, int64_t begin, int64_t end) {
-  if (job.weights->layout == WeightLayout::kQ4_0RowGroups) return dot_q4_0_row_groups(job, begin, end);
+  if (job.weights->layout == WeightLayout::kRowGroups) return dot_row_groups(job, begin, end);
   HWY_DYNAMIC_DISPATCH(DotRows)(job, begin, end);
 }
 

@@ -6,7 +6,7 @@
 #include <hwy/cache_control.h>
 
 #include "backend/cpu/amx_support.h"
-#include "backend/cpu/q4_0_row_groups.h"
+#include "backend/cpu/row_groups.h"
 
 // Highway compiles this file once per SIMD target and dispatches at run time.
 #undef HWY_TARGET_INCLUDE
@@ -51,7 +51,7 @@ void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   const PreparedActivations& x = *job.activations;
   for (int64_t row = begin; row < end; ++row) {
     for (int64_t t = 0; t < x.n_tokens(); ++t) {
-      job.out[t * job.out_stride + row] = dot_q4_0_row_group_reference(*job.weights, row, x.q8_blocks(t));
+      job.out[t * job.out_stride + row] = dot_row_group_reference(*job.weights, row, x.q8_blocks(t));
     }
   }
 }
@@ -68,6 +68,16 @@ using VI32 = hn::Vec<DI32>;
 constexpr int64_t kLaneRows = hn::MaxLanes(DI32());  // rows per vector
 constexpr int64_t kGroupVectors = kRowGroupRows / kLaneRows;
 static_assert(kGroupVectors * kLaneRows == kRowGroupRows, "vectors of 4, 8 or 16 int32 lanes");
+constexpr int64_t kQ4Units = Q4_0RowGroupBlock::kUnits;
+constexpr int64_t kQ8Units = Q8_0RowGroupBlock::kUnits;
+
+// Functions that use AVX512-VNNI on AVX3_DL (every CPU Highway runs that target on has it).
+#undef CHANNEL_VNNI_ATTR
+#if HWY_TARGET == HWY_AVX3_DL
+#define CHANNEL_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define CHANNEL_VNNI_ATTR
+#endif
 
 // f32 accumulators of a group's rows for each token (vector s: rows s * kLaneRows ..), adding
 // each block's exact integer sums times d_w * d_x, block after block.
@@ -100,13 +110,15 @@ class GroupAccumulators {
 // (gemma3-1b preset; two, eight or sixteen blocks ahead were slower). Past a matrix's end it
 // touches the next allocation or nothing; prefetches do not fault.
 constexpr int64_t kPrefetchBlocks = 4;
-HWY_INLINE void PrefetchAhead(const Q4_0RowGroupBlock* block) {
+template <class Block>
+HWY_INLINE void PrefetchAhead(const Block* block) {
   const auto* ahead = reinterpret_cast<const uint8_t*>(block + kPrefetchBlocks);
   for (size_t line = 0; line < sizeof(*block); line += 64) hwy::Prefetch(ahead + line);
 }
 
 // Scales of block `block`'s rows s * kLaneRows .., as f32.
-HWY_INLINE VF RowScales(const Q4_0RowGroupBlock& block, int64_t s) {
+template <class Block>
+HWY_INLINE VF RowScales(const Block& block, int64_t s) {
   const hn::Rebind<hwy::float16_t, DF> df16;
   return hn::PromoteTo(DF(), hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(block.d) + s * kLaneRows));
 }
@@ -142,12 +154,12 @@ struct PairsOnTheFly {
     UnpackPairs(group[b], s, j, pairs);
   }
 };
-constexpr size_t kPairVectorsPerBlock = kGroupVectors * kRowGroupUnits * kPairsPerUnit;
+constexpr size_t kPairVectorsPerBlock = kGroupVectors * kQ4Units * kPairsPerUnit;
 struct UnpackedPairs {
   const int16_t* vectors;  // kPairVectorsPerBlock per block, in Get's order
   HWY_INLINE void Get(int64_t b, int64_t s, int64_t j, VI16 (&pairs)[kPairsPerUnit]) const {
     const DI16 di16;
-    const int16_t* first = vectors + ((b * kGroupVectors + s) * kRowGroupUnits + j) * kPairsPerUnit * hn::Lanes(di16);
+    const int16_t* first = vectors + ((b * kGroupVectors + s) * kQ4Units + j) * kPairsPerUnit * hn::Lanes(di16);
     for (int64_t p = 0; p < kPairsPerUnit; ++p) pairs[p] = hn::Load(di16, first + p * hn::Lanes(di16));
   }
 };
@@ -156,7 +168,7 @@ void UnpackGroupPairs(const Q4_0RowGroupBlock* group, int64_t n_blocks, int16_t*
   const DI16 di16;
   for (int64_t b = 0; b < n_blocks; ++b) {
     for (int64_t s = 0; s < kGroupVectors; ++s) {
-      for (int64_t j = 0; j < kRowGroupUnits; ++j) {
+      for (int64_t j = 0; j < kQ4Units; ++j) {
         VI16 pairs[kPairsPerUnit];
         UnpackPairs(group[b], s, j, pairs);
         for (const VI16& p : pairs) {
@@ -180,7 +192,7 @@ HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* gr
     for (int64_t s = 0; s < kGroupVectors; ++s) {
       VI32 sums[kTokens], odd_products[kTokens];
       for (size_t t = 0; t < kTokens; ++t) sums[t] = odd_products[t] = hn::Zero(di32);
-      for (int64_t j = 0; j < kRowGroupUnits; ++j) {
+      for (int64_t j = 0; j < kQ4Units; ++j) {
         VI16 w[kPairsPerUnit];
         weights.Get(b, s, j, w);
         for (size_t t = 0; t < kTokens; ++t) {
@@ -211,16 +223,15 @@ HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* gr
 // block is eight instructions per token. Exact integers, so the results are those of the int16
 // path.
 static_assert(kGroupVectors == 1, "AVX3_DL's 512-bit vectors hold a whole group");
-#define CHANNEL_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 
 // Block `block`'s eight units, as unsigned bytes (the nibbles as stored): unit u holds elements
 // 4u..4u+3 of every row.
-CHANNEL_VNNI_ATTR HWY_INLINE void UnpackUnits(const Q4_0RowGroupBlock& block, __m512i (&units)[2 * kRowGroupUnits]) {
+CHANNEL_VNNI_ATTR HWY_INLINE void UnpackUnits(const Q4_0RowGroupBlock& block, __m512i (&units)[2 * kQ4Units]) {
   const __m512i nibble_mask = _mm512_set1_epi8(0x0f);
-  for (int64_t j = 0; j < kRowGroupUnits; ++j) {
+  for (int64_t j = 0; j < kQ4Units; ++j) {
     const __m512i packed = _mm512_loadu_si512(block.qs[j]);
     units[j] = _mm512_and_si512(packed, nibble_mask);
-    units[j + kRowGroupUnits] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble_mask);
+    units[j + kQ4Units] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble_mask);
   }
 }
 
@@ -231,12 +242,12 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupTokens(const DotRowsJob& job, const
   for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
     const Q4_0RowGroupBlock& block = group[b];
     PrefetchAhead(group + b);
-    __m512i units[2 * kRowGroupUnits];
+    __m512i units[2 * kQ4Units];
     UnpackUnits(block, units);
     const VF w_scales = RowScales(block, 0);
     for (size_t t = 0; t < kTokens; ++t) {
       __m512i sums = _mm512_set1_epi32(-8 * x.sums[t][b]);  // the nibbles are q + 8
-      for (size_t u = 0; u < 2 * kRowGroupUnits; ++u) {
+      for (size_t u = 0; u < 2 * kQ4Units; ++u) {
         sums = _mm512_dpbusd_epi32(sums, units[u], _mm512_set1_epi32(Word(x.blocks[t][b].qs, u)));
       }
       acc.Add(0, t, VI32{sums}, w_scales, x.scales[t][b]);
@@ -275,7 +286,7 @@ void LastTokenTile(const DotRowsJob& job, const Q4_0RowGroupBlock* group, const 
 
 // One group's rows for tokens [t0, n_tokens).
 void GroupRowsFrom(const DotRowsJob& job, int64_t first_row, int64_t t0, const int16_t* pairs = nullptr) {
-  const Q4_0RowGroupBlock* group = q4_0_row_group(*job.weights, first_row);
+  const Q4_0RowGroupBlock* group = row_group<Q4_0RowGroupBlock>(*job.weights, first_row);
   const int64_t n_tokens = job.activations->n_tokens();
   for (; t0 + static_cast<int64_t>(kTileTokens) <= n_tokens; t0 += kTileTokens) {
     TokenTileOfGroup<kTileTokens>(job, group, pairs, first_row, t0);
@@ -292,7 +303,7 @@ void GroupRowsFrom(const DotRowsJob& job, int64_t first_row, int64_t t0, const i
 // tile of 16 go to the VNNI kernel.
 #define CHANNEL_AMX_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni,amx-tile,amx-int8")))
 constexpr int64_t kAmxTokens = 16;
-constexpr size_t kUnitsBytes = 2 * kRowGroupUnits * 64;  // a block's units: one weight tile
+constexpr size_t kUnitsBytes = 2 * kQ4Units * 64;  // a block's units: one weight tile
 
 // The tile palette, two sets so that one block's product runs while the other's sums are read:
 // tiles 0 / 3 the sums (16 tokens x 16 int32), 1 / 4 the activations (16 tokens x 32 bytes),
@@ -310,9 +321,9 @@ static_assert(sizeof(AmxTileConfig) == 64, "LDTILECFG reads 64 bytes");
 CHANNEL_VNNI_ATTR void UnpackGroupWeights(const Q4_0RowGroupBlock* group, int64_t n_blocks, int8_t* out) {
   const __m512i eight = _mm512_set1_epi8(8);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    __m512i units[2 * kRowGroupUnits];
+    __m512i units[2 * kQ4Units];
     UnpackUnits(group[b], units);
-    for (size_t u = 0; u < 2 * kRowGroupUnits; ++u) {
+    for (size_t u = 0; u < 2 * kQ4Units; ++u) {
       _mm512_store_si512(out + b * kUnitsBytes + u * 64, _mm512_sub_epi8(units[u], eight));
     }
   }
@@ -367,7 +378,7 @@ CHANNEL_AMX_ATTR void AmxRowGroupRows(const DotRowsJob& job, int64_t begin, int6
   static constexpr AmxTileConfig kConfig;
   _tile_loadconfig(&kConfig);  // per thread, like the tile registers
   for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
-    const Q4_0RowGroupBlock* group = q4_0_row_group(*job.weights, first_row);
+    const Q4_0RowGroupBlock* group = row_group<Q4_0RowGroupBlock>(*job.weights, first_row);
     UnpackGroupWeights(group, n_blocks, weights.get());
     for (int64_t t0 = 0; t0 < amx_tokens; t0 += kAmxTokens) AmxGroupTokens(job, group, weights.get(), first_row, t0);
     GroupRowsFrom(job, first_row, amx_tokens);
@@ -376,7 +387,83 @@ CHANNEL_AMX_ATTR void AmxRowGroupRows(const DotRowsJob& job, int64_t begin, int6
 }
 #endif
 
+// ---------------------------------------------------------------------------------------- Q8_0
+// A decode step's output projection (Q8_0 in Gemma's files, the largest matrix) reads one token.
+// llama.cpp's Q8_0 order (kEightLanes) keeps eight f32 lanes per row, lane j adding the sums of
+// elements 4j..4j+3 of every block: here lane j of a row is lane r of accumulator vector j, so
+// its final sum of the lanes is vertical. Tokens go one at a time over a group (it stays in cache).
+
+// The eight lanes of a vector of a group's rows, summed as hsum_float_8 sums ggml's lanes.
+HWY_INLINE VF SumLanesInGgmlOrder(const VF (&lanes)[kQ8Units]) {
+  const VF s0 = hn::Add(lanes[0], lanes[4]), s1 = hn::Add(lanes[1], lanes[5]);
+  const VF s2 = hn::Add(lanes[2], lanes[6]), s3 = hn::Add(lanes[3], lanes[7]);
+  return hn::Add(hn::Add(s0, s2), hn::Add(s1, s3));
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// VPDPBUSD takes an unsigned first operand: the weights enter as |w| and the activations' four
+// bytes with their signs flipped where w < 0 (ggml's trick; AVX-512 has no VPSIGNB, so a masked
+// subtraction from zero), exact since activations are within +-127.
+CHANNEL_VNNI_ATTR HWY_INLINE VI32 Q8UnitSums(const Q8_0RowGroupBlock& block, int64_t j, const BlockQ8_0& x) {
+  const __m512i w = _mm512_loadu_si512(block.qs[j]);
+  const __m512i xj = _mm512_set1_epi32(Word(x.qs, static_cast<size_t>(j)));
+  const __m512i signed_x = _mm512_mask_sub_epi8(xj, _mm512_movepi8_mask(w), _mm512_setzero_si512(), xj);
+  return VI32{_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), signed_x)};
+}
+#else
+// Int16 multiply-adds: a unit's 32-bit lane r holds row r's elements e0..e3; read as int16 lanes,
+// their low bytes (e0, e2) meet the activations' even pair and their high bytes (e1, e3) the odd
+// one (WideQ8Block), sign-extended by arithmetic shifts.
+HWY_INLINE VI32 Q8UnitSums(const Q8_0RowGroupBlock& block, int64_t s, int64_t j, const WideQ8Block& x) {
+  const DI16 di16;
+  const DI32 di32;
+  const auto packed = hn::BitCast(di16, hn::LoadU(DU8(), reinterpret_cast<const uint8_t*>(block.qs[j]) + s * 4 * kLaneRows));
+  const auto pair = [&](const int16_t* values) {
+    return hn::BitCast(di16, hn::Set(di32, Word(values, static_cast<size_t>(j))));
+  };
+  VI32 odd_products = hn::Zero(di32);
+  VI32 sums = hn::ReorderWidenMulAccumulate(di32, hn::ShiftRight<8>(hn::ShiftLeft<8>(packed)), pair(x.even),
+                                            hn::Zero(di32), odd_products);
+  sums = hn::ReorderWidenMulAccumulate(di32, hn::ShiftRight<8>(packed), pair(x.odd), sums, odd_products);
+  return hn::RearrangeToOddPlusEven(sums, odd_products);
+}
+#endif
+
+// Token t's products with vector s of the group's rows, into the job's output.
+CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupToken(const DotRowsJob& job, const Q8_0RowGroupBlock* group, int64_t s,
+                                                 int64_t first_row, int64_t t) {
+  const DF df;
+  const PreparedActivations& x = *job.activations;
+  const float* x_scales = x.q8_scales(t);
+  VF lanes[kQ8Units];
+  for (VF& lane : lanes) lane = hn::Zero(df);
+  for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
+    const Q8_0RowGroupBlock& block = group[b];
+    if (s == 0) PrefetchAhead(group + b);  // later vectors find the group in cache
+    const VF d = hn::Mul(RowScales(block, s), hn::Set(df, x_scales[b]));
+    for (int64_t j = 0; j < kQ8Units; ++j) {
+#if HWY_TARGET == HWY_AVX3_DL
+      const VI32 sums = Q8UnitSums(block, j, x.q8_blocks(t)[b]);
+#else
+      const VI32 sums = Q8UnitSums(block, s, j, x.wide_blocks(t)[b]);
+#endif
+      lanes[j] = hn::MulAdd(d, hn::ConvertTo(df, sums), lanes[j]);
+    }
+  }
+  hn::StoreU(SumLanesInGgmlOrder(lanes), df, job.out + t * job.out_stride + first_row + s * kLaneRows);
+}
+
+void Q8RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
+    const auto* group = row_group<Q8_0RowGroupBlock>(*job.weights, first_row);
+    for (int64_t t = 0; t < job.activations->n_tokens(); ++t) {
+      for (int64_t s = 0; s < kGroupVectors; ++s) Q8GroupToken(job, group, s, first_row, t);
+    }
+  }
+}
+
 void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  if (job.weights->type == GgmlType::Q8_0) return Q8RowGroupRows(job, begin, end);
   const int64_t n_tokens = job.activations->n_tokens();
 #if HWY_TARGET == HWY_AVX3_DL
   if (n_tokens >= kAmxTokens && amx_int8_ready()) return AmxRowGroupRows(job, begin, end);
@@ -385,7 +472,7 @@ void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
     const int64_t n_blocks = job.activations->cols() / kQuantBlock;
     const auto pairs = hwy::AllocateAligned<int16_t>(n_blocks * kPairVectorsPerBlock * hn::Lanes(DI16()));
     for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
-      UnpackGroupPairs(q4_0_row_group(*job.weights, first_row), n_blocks, pairs.get());
+      UnpackGroupPairs(row_group<Q4_0RowGroupBlock>(*job.weights, first_row), n_blocks, pairs.get());
       GroupRowsFrom(job, first_row, 0, pairs.get());
     }
     return;
@@ -405,7 +492,7 @@ namespace channel::cpu {
 
 HWY_EXPORT(RowGroupRows);
 
-void dot_q4_0_row_groups(const DotRowsJob& job, int64_t begin, int64_t end) {
+void dot_row_groups(const DotRowsJob& job, int64_t begin, int64_t end) {
   HWY_DYNAMIC_DISPATCH(RowGroupRows)(job, begin, end);
 }
 

@@ -28,7 +28,7 @@ TEST(KernelWeightsTest, RepacksTheFilesQ4_0MatricesOfWholeRowGroups) {
     for (const auto& [original, kernel] : {std::pair{&w.wq, &m.wq}, {&w.wo, &m.wo}, {&w.ffn_gate, &m.ffn_gate},
                                            {&w.ffn_up, &m.ffn_up}, {&w.ffn_down, &m.ffn_down}}) {
       const bool whole_groups = original->rows % kRowGroupRows == 0;
-      EXPECT_EQ(kernel->layout, whole_groups ? WeightLayout::kQ4_0RowGroups : WeightLayout::kGguf) << "layer " << il;
+      EXPECT_EQ(kernel->layout, whole_groups ? WeightLayout::kRowGroups : WeightLayout::kGguf) << "layer " << il;
       EXPECT_EQ(kernel->data != original->data, whole_groups);
       repacked += whole_groups;
     }
@@ -59,16 +59,21 @@ void expect_copied(const WeightMatrix& w, const WeightMatrix& kernel) {
   EXPECT_EQ(std::memcmp(kernel.data, w.data, bytes), 0);
 }
 
-TEST(KernelWeightsTest, CopiesTheFilesOtherMatricesAsTheyAre) {
+TEST(KernelWeightsTest, CopiesTheFilesQ8_0LayerMatricesAsTheyAre) {
   const testing::TempDir dir;
-  const auto q8 = Model::load(testing::synthesize(dir, q4_0_model(GgmlType::Q8_0), "q8.gguf"));
+  SynthOptions options = q4_0_model(GgmlType::Q8_0);
+  options.embedding_type = GgmlType::Q8_0;  // the tied output projection
+  const auto q8 = Model::load(testing::synthesize(dir, options, "q8.gguf"));
   ThreadPool pool(2);
   const KernelWeights weights(*q8, pool);
   for (size_t il = 0; il < q8->layers().size(); ++il) {
     expect_copied(q8->layers()[il].ffn_gate, weights.layer(static_cast<int>(il)).ffn_gate);
     expect_copied(q8->layers()[il].wq, weights.layer(static_cast<int>(il)).wq);
   }
-  expect_copied(q8->output(), weights.output());
+  // The output projection, one token per step, is repacked (the layers' Q8_0 matrices are not).
+  EXPECT_EQ(weights.output().layout, WeightLayout::kRowGroups);
+  EXPECT_EQ(weights.output().type, GgmlType::Q8_0);
+  EXPECT_NE(weights.output().data, q8->output().data);
 }
 
 }  // namespace
