@@ -8,6 +8,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/moe.h"
+#include "backend/cpu/geglu.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/simd_target.h"
 #include "core/error.h"

@@ -7,6 +7,7 @@
 #include "backend/cpu/accumulation.h"
 #include "backend/cpu/attention_detail.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/geglu.h"
 #include "backend/cpu/ops.h"
 
 namespace channel::cpu {

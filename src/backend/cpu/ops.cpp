@@ -2,10 +2,6 @@
 
 #include <cmath>
 
-#include "core/error.h"
-#include "core/half.h"
-#include "model/gelu_table.h"
-
 namespace channel::cpu {
 
 void rms_norm(const float* x, float* y, int64_t n, float eps, std::span<const float> weight) {
@@ -18,22 +14,6 @@ void rms_norm(const float* x, float* y, int64_t n, float eps, std::span<const fl
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * weight[i];
-  }
-}
-
-void geglu(const float* gate, const float* up, float* y, int64_t n) {
-  const auto& table = channel::gelu_f16_table();
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    float activated;
-    if (g <= -10.0f) {
-      activated = 0.0f;
-    } else if (g >= 10.0f) {
-      activated = g;
-    } else {
-      activated = f16_to_f32(table[f32_to_f16(g)]);
-    }
-    y[i] = activated * up[i];
   }
 }
 

@@ -1,6 +1,7 @@
-// Element-wise and per-row operations of the Gemma decoder on f32 activations. Each follows
-// the arithmetic of llama.cpp's CPU backend (accumulation width, rounding points) so that the
-// forward pass stays close to the peer, and each is written to be read as the formula.
+// Element-wise and per-row operations of the Gemma decoder on f32 activations (GEGLU has its own
+// SIMD file, geglu.h). Each follows the arithmetic of llama.cpp's CPU backend (accumulation
+// width, rounding points) so that the forward pass stays close to the peer, and each is written to
+// be read as the formula.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +14,6 @@ namespace channel::cpu {
 
 // y = x / sqrt(mean(x^2) + eps) * weight (weight may be empty: unweighted). x and y may alias.
 void rms_norm(const float* x, float* y, int64_t n, float eps, std::span<const float> weight);
-
-// y[i] = gelu_tanh(gate[i]) * up[i], with GELU evaluated through an f16 table as llama.cpp does
-// (input rounded to f16, output stored as f16).
-void geglu(const float* gate, const float* up, float* y, int64_t n);
 
 // One token's input of one layer's per-layer embedding block (Gemma 4 E-models), in llama.cpp's
 // gemma4 order: projected *= scales.projection (in place), then

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/geglu.h"
 #include "backend/cpu/ops.h"
 
 namespace channel::cpu {

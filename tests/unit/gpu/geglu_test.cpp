@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/activation_quant.h"
+#include "backend/cpu/geglu.h"
 #include "backend/cpu/ops.h"
 #include "backend/vulkan/shader_push.h"
 #include "core/half.h"
