@@ -366,6 +366,16 @@ class BlockProducts {
 #define CHANNEL_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 static_assert(kParts == 1, "a block's 32 bytes are one 256-bit vector");
 
+// acc + the four-byte dot products of unsigned `u` and signed `s` (_mm256_dpbusd_epi32), in
+// VPDPBUSD's EVEX encoding (AVX512-VNNI + AVX512VL). Highway's AVX3_DL target string also names
+// AVX-VNNI, so GCC encodes the intrinsic in AVX-VNNI's VEX form, which CPUs with AVX512-VNNI but
+// without AVX-VNNI lack (Ice Lake; Zen 4 and Zen 5 guests whose hypervisor hides it): SIGILL there.
+// A test checks that no VEX-encoded VNNI instruction is left in the binaries (tests/isa).
+HWY_INLINE __m256i DotBytesEvex(__m256i acc, __m256i u, __m256i s) {
+  asm("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+  return acc;
+}
+
 template <size_t kTokens>
 class VnniBlockProducts {
  public:
@@ -407,9 +417,9 @@ class BlockProducts<Q4_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
 
   CHANNEL_VNNI_ATTR HWY_INLINE void Partials(size_t t, V32 (&partials)[kSmallBatchRows][kParts]) const {
     const __m256i x = this->Activations(t);
-    const __m256i offsets = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8),
-                                                _mm256_sub_epi8(_mm256_setzero_si256(), x));
-    for (int64_t r = 0; r < kSmallBatchRows; ++r) partials[r][0] = V32{_mm256_dpbusd_epi32(offsets, this->w_[r], x)};
+    const __m256i offsets =
+        DotBytesEvex(_mm256_setzero_si256(), _mm256_set1_epi8(8), _mm256_sub_epi8(_mm256_setzero_si256(), x));
+    for (int64_t r = 0; r < kSmallBatchRows; ++r) partials[r][0] = V32{DotBytesEvex(offsets, this->w_[r], x)};
   }
 };
 
@@ -430,7 +440,7 @@ class BlockProducts<Q8_0Rows, kTokens> : public VnniBlockProducts<kTokens> {
     const __m256i x = this->Activations(t);
     for (int64_t r = 0; r < kSmallBatchRows; ++r) {
       const __m256i w = this->w_[r];
-      partials[r][0] = V32{_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(x, w))};
+      partials[r][0] = V32{DotBytesEvex(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(x, w))};
     }
   }
 };
@@ -698,7 +708,7 @@ CHANNEL_VNNI_ATTR void UnpackVnniLaneRowTile(const LaneRowTile& tile, int64_t n_
       out.scales[b * kLaneRows + r] = f16_to_f32(scale);
       const __m256i w = SignedWeights<Rows>(block);
       // Σw of each unit (ones times w, four to a lane), times -128.
-      const __m256i unit_sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), w);
+      const __m256i unit_sums = DotBytesEvex(_mm256_setzero_si256(), _mm256_set1_epi8(1), w);
       alignas(32) int32_t words[kVnniUnitsPerBlock], starts[kVnniUnitsPerBlock];
       _mm256_store_si256(reinterpret_cast<__m256i*>(words), w);
       _mm256_store_si256(reinterpret_cast<__m256i*>(starts), _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), unit_sums), 7));
