@@ -10,6 +10,10 @@ namespace {
 // a decode step's jobs (microseconds), far shorter than a pause in use.
 constexpr auto kSpin = std::chrono::microseconds(200);
 
+// Chunks per thread: enough that a thread finishing early takes over work of a late one, few
+// enough that the counter's cache line and each chunk's set-up cost nothing next to its work.
+constexpr int64_t kChunksPerThread = 8;
+
 // Tells the core that this is a spin loop (x86's pause: the sibling hyperthread gets the core,
 // and leaving the loop does not flush the pipeline).
 inline void relax() {
@@ -22,7 +26,7 @@ inline void relax() {
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -59,17 +63,28 @@ void ThreadPool::run(int64_t n, int64_t grain, Job fn) {
     fn(0, n);
     return;
   }
+  const int64_t max_chunks = threads * kChunksPerThread;
   job_ = fn;
   job_n_ = n;
-  job_chunk_ = (n_grains + threads - 1) / threads * grain;
+  job_chunk_ = (n_grains + max_chunks - 1) / max_chunks * grain;
+  job_chunks_ = (n + job_chunk_ - 1) / job_chunk_;
+  next_chunk_.store(0, std::memory_order_relaxed);
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   wake(work_ready_);
-  fn(0, std::min(n, job_chunk_));  // the caller takes chunk 0
+  take_chunks();  // the caller works too
   wait_until(work_done_, [this] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
-void ThreadPool::worker_loop(int worker_index) {
+void ThreadPool::take_chunks() {
+  for (int64_t chunk = next_chunk_.fetch_add(1, std::memory_order_relaxed); chunk < job_chunks_;
+       chunk = next_chunk_.fetch_add(1, std::memory_order_relaxed)) {
+    const int64_t begin = chunk * job_chunk_;
+    job_(begin, std::min(job_n_, begin + job_chunk_));
+  }
+}
+
+void ThreadPool::worker_loop() {
   uint64_t seen_generation = 0;
   while (true) {
     wait_until(work_ready_, [&] {
@@ -78,9 +93,7 @@ void ThreadPool::worker_loop(int worker_index) {
     });
     if (stopping_.load(std::memory_order_acquire)) return;
     seen_generation = generation_.load(std::memory_order_acquire);
-    const int64_t begin = std::min(job_n_, worker_index * job_chunk_);
-    const int64_t end = std::min(job_n_, begin + job_chunk_);
-    if (begin < end) job_(begin, end);
+    take_chunks();
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) wake(work_done_);
   }
 }

@@ -1,6 +1,10 @@
 // A fixed pool of worker threads for data-parallel kernels. `parallel_for` splits [0, n) into
-// contiguous chunks, one per thread, and returns when all chunks are done; the calling thread
-// works too, so a pool of size 1 runs everything inline.
+// contiguous chunks, a few per thread, that the threads take in turn from a shared counter, and
+// returns when all chunks are done; the calling thread works too, so a pool of size 1 runs
+// everything inline. Taking chunks in turn (as llama.cpp's matrix products do) balances the
+// threads where a fixed half each would not: a small matrix of three grains left one thread
+// two of them, and a thread slowed by the other's memory traffic or by a preemption held the
+// whole step.
 //
 // Between jobs the workers spin for a short while (kSpin in thread_pool.cpp) before they sleep,
 // and so does the caller waiting for them: a decode step calls parallel_for hundreds of times,
@@ -27,8 +31,9 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Calls fn(begin, end) on disjoint chunks covering [0, n). Chunks are multiples of `grain`
-  // (except the last) so callers can keep SIMD blocks or quant blocks whole. `fn` is called by
+  // Calls fn(begin, end) on disjoint chunks covering [0, n), at most kChunksPerThread per thread
+  // and in no fixed thread order. Chunks are multiples of `grain` (except the last) so callers
+  // can keep SIMD blocks or quant blocks whole. `fn` is called by
   // reference, never copied (a std::function holding a lambda's captures would allocate, a
   // decode step calls this hundreds of times).
   template <class Fn>
@@ -45,7 +50,9 @@ class ThreadPool {
     void operator()(int64_t begin, int64_t end) const { call(fn, begin, end); }
   };
   void run(int64_t n, int64_t grain, Job job);
-  void worker_loop(int worker_index);
+  // Runs chunks of the current job until none is left.
+  void take_chunks();
+  void worker_loop();
   // Waits until `ready()`: spinning first, then asleep on `wake` (whose notifier changes what
   // ready() reads before it takes mutex_, so no wake-up is lost).
   template <class Ready>
@@ -62,6 +69,8 @@ class ThreadPool {
   Job job_;
   int64_t job_n_ = 0;
   int64_t job_chunk_ = 0;
+  int64_t job_chunks_ = 0;
+  std::atomic<int64_t> next_chunk_{0};  // the next chunk of the current job a thread may take
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};  // workers still on the current job
   std::atomic<bool> stopping_{false};

@@ -50,5 +50,34 @@ TEST(ThreadPool, JobsFindTheWorkersSpinningOrAsleep) {
   }
 }
 
+// The threads take chunks from a shared counter: while one thread is held up in its chunk (a
+// preemption, a slower memory channel), the others take all the rest. With fixed halves the
+// held thread's other chunks would wait for it and the first chunk would time out below.
+TEST(ThreadPool, AHeldThreadLeavesTheOtherChunksToTheOthers) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    constexpr int64_t n = 64;
+    std::atomic<bool> held{false};
+    std::atomic<int64_t> done_while_held{0};
+    std::atomic<int> calls{0};
+    bool others_finished = false;
+    pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+      ++calls;
+      if (!held.exchange(true)) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (done_while_held.load() < n - (end - begin) && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::yield();
+        }
+        others_finished = done_while_held.load() == n - (end - begin);
+      } else {
+        done_while_held += end - begin;
+      }
+    });
+    EXPECT_TRUE(others_finished) << threads << " threads";
+    EXPECT_GT(calls.load(), threads) << "more chunks than threads";
+    EXPECT_LE(calls.load(), threads * 8) << "a few chunks per thread, not one per index";
+  }
+}
+
 }  // namespace
 }  // namespace channel
