@@ -65,13 +65,13 @@ struct Layer {
     problem.slots = slots;
     problem.slot_positions = positions;
     problem.first_cell = 0;
-    problem.kv_split_threads = default_kv_split_threads();
   }
 };
 
 void run(benchmark::State& state, int64_t n_tokens, int64_t n_keys) {
   ThreadPool pool(static_cast<int>(state.range(0)));
   Layer layer(n_tokens, n_keys);
+  layer.problem.kv_split_threads = pool.size();  // as the CPU backend
   for (auto _ : state) {
     attend(layer.problem, pool);
     benchmark::DoNotOptimize(layer.out.data());

@@ -76,7 +76,9 @@ struct AttentionProblem {
   std::span<const int32_t> slot_positions;
   int64_t first_cell = 0;  // llama.cpp cell index of slots[0] (see "Cells" above)
 
-  int kv_split_threads = 1;  // llama.cpp's thread count: the number of split-KV chunks
+  // llama.cpp's thread count, the number of its split-KV chunks: the CPU backend passes its own
+  // (--threads), so a decode past 512 cells adds as llama.cpp run with the same thread count does.
+  int kv_split_threads = 1;
   AttentionScheme scheme = AttentionScheme::kAuto;  // forced for tests
 };
 
@@ -85,11 +87,6 @@ AttentionScheme attention_scheme(const AttentionProblem& p);
 
 // llama.cpp's KV view size in cells: the listed cells rounded up to kKvCellPadding, at least that.
 int64_t padded_kv_cells(const AttentionProblem& p);
-
-// The thread count llama.cpp uses by default (and the parity oracle and `channel` CLI with it):
-// all hardware threads. Used as kv_split_threads so that results do not depend on this engine's
-// own thread count.
-int default_kv_split_threads();
 
 // SIMD kernels (Highway, dispatched at run time), work split over `pool`.
 void attend(const AttentionProblem& p, ThreadPool& pool);

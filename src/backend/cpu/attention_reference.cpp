@@ -2,7 +2,6 @@
 // time. The SIMD kernels in attention.cpp must agree with it bit for bit.
 #include <algorithm>
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "backend/cpu/attention_detail.h"
@@ -172,11 +171,6 @@ AttentionScheme attention_scheme(const AttentionProblem& p) {
 int64_t padded_kv_cells(const AttentionProblem& p) {
   const int64_t used = p.first_cell + static_cast<int64_t>(p.slots.size());
   return std::max(kKvCellPadding, (used + kKvCellPadding - 1) / kKvCellPadding * kKvCellPadding);
-}
-
-int default_kv_split_threads() {
-  static const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return threads;
 }
 
 void attend_reference(const AttentionProblem& p) {

@@ -255,7 +255,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   problem.slot_positions = slot_position_;
   // On a fresh stream a key's llama.cpp KV cell is its position (see attention.h).
   problem.first_cell = listed.empty() ? 0 : std::max(0, slot_position_[listed.front()]);
-  problem.kv_split_threads = default_kv_split_threads();
+  problem.kv_split_threads = pool_.size();
   attend(problem, pool_);
 
   resize(proj_, n_tokens * n_embd);
