@@ -114,7 +114,6 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
   if (ring_.transient() && tokens.size() > ring_.max_batch()) {
     fail("{} transient tokens exceed the {} transient slots left", tokens.size(), ring_.max_batch());
   }
-  Logits chunk_logits;
   out.values.clear();
   out.n_rows = 0;
   size_t done = 0;
@@ -157,6 +156,8 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
     }
     const Batch batch{tokens.subspan(done, n), placement.positions, placement.slots, cancelled,
                       last_chunk ? last_hidden : nullptr};
+    const bool only_chunk = done == 0 && last_chunk;
+    Logits& chunk_logits = only_chunk ? out : chunk_logits_;
     bool finished = false;
     try {
       finished = backend_.forward(batch, AttentionView{ring_.global_view(), ring_.sliding_view()}, chunk_wanted,
@@ -170,7 +171,7 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
       undo_chunk(ring_before, placement.rotations, overwritten);
       return false;
     }
-    if (chunk_wanted != LogitsWanted::None) {
+    if (chunk_wanted != LogitsWanted::None && !only_chunk) {
       out.n_cols = chunk_logits.n_cols;
       out.n_rows += chunk_logits.n_rows;
       out.values.insert(out.values.end(), chunk_logits.values.begin(), chunk_logits.values.end());

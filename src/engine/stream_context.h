@@ -73,6 +73,9 @@ class StreamContext {
   int n_vocab_;
   kv::KvRing ring_;
   std::vector<KvBlob> displaced_kv_;  // of the live slots the pending transient tokens overwrote
+  // The logits of one chunk of a call of several chunks, kept so that its storage is reused (a
+  // call of one chunk, every decode step, has the backend write straight into the caller's).
+  Logits chunk_logits_;
 };
 
 // The same keys and values placed in `slots` at `positions`: each key moves by the difference of

@@ -7,7 +7,15 @@ namespace channel::cpu {
 
 PreparedActivations::PreparedActivations(GgmlType weight_type, const float* x, int64_t n_tokens, int64_t cols,
                                          ThreadPool* pool, ActivationBuffers* buffers)
-    : n_tokens_(n_tokens), cols_(cols), b_(buffers ? *buffers : own_) {
+    : b_(buffers ? *buffers : own_) {
+  prepare(weight_type, x, n_tokens, cols, pool);
+}
+
+void PreparedActivations::prepare(GgmlType weight_type, const float* x, int64_t n_tokens, int64_t cols,
+                                  ThreadPool* pool) {
+  n_tokens_ = n_tokens;
+  cols_ = cols;
+  values_ = nullptr;
   const size_t n = static_cast<size_t>(n_tokens * cols);
   switch (weight_type) {
     case GgmlType::Q4_0:

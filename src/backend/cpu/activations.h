@@ -38,8 +38,13 @@ class PreparedActivations {
   // Without `buffers` the object allocates its own.
   PreparedActivations(GgmlType weight_type, const float* x, int64_t n_tokens, int64_t cols,
                       ThreadPool* pool = nullptr, ActivationBuffers* buffers = nullptr);
+  // Empty until prepare(): for objects kept between calls (matmul_batch's scratch).
+  PreparedActivations() : b_(own_) {}
   PreparedActivations(const PreparedActivations&) = delete;
   PreparedActivations& operator=(const PreparedActivations&) = delete;
+
+  // Converts another x, as the constructor does, into the same storage (which only grows).
+  void prepare(GgmlType weight_type, const float* x, int64_t n_tokens, int64_t cols, ThreadPool* pool = nullptr);
 
   int64_t n_tokens() const { return n_tokens_; }
   int64_t cols() const { return cols_; }
@@ -61,8 +66,8 @@ class PreparedActivations {
   // Converts tokens [begin, end) of x for `weight_type`, into storage already sized.
   void convert_tokens(GgmlType weight_type, const float* x, int64_t begin, int64_t end);
 
-  int64_t n_tokens_;
-  int64_t cols_;
+  int64_t n_tokens_ = 0;
+  int64_t cols_ = 0;
   ActivationBuffers own_;  // used when the caller gives no buffers
   ActivationBuffers& b_;
   const float* values_ = nullptr;

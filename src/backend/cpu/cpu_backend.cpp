@@ -53,6 +53,7 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
       weights_(*model_, pool_),
       slot_position_(kKvSlots, -1), slot_moved_by_(kKvSlots, 0) {
   apply_simd_target_override();
+  view_list_.reserve(kKvSlots);  // a view lists each slot at most once: no growth while decoding
   // All KV memory is allocated here, once; nothing is resized while the engine runs. KV-shared
   // layers read an earlier layer's cache and get none.
   const ModelConfig& config = model_->config();

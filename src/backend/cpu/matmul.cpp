@@ -63,23 +63,24 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out,
   multiply(w, x, n_tokens, {}, w.rows, out, pool, buffers);
 }
 
-void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool) {
+MatmulBatchScratch::MatmulBatchScratch() = default;
+MatmulBatchScratch::~MatmulBatchScratch() = default;
+
+void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool, MatmulBatchScratch& scratch) {
   // One job per product; each split into row ranges of about kMinChunkWork (whole tiles), the
   // ranges of all products shared out together.
-  std::vector<std::unique_ptr<PreparedActivations>> activations;
-  std::vector<DotRowsJob> jobs;
-  struct RowRange {
-    size_t job;
-    int64_t begin, end;
-  };
-  std::vector<RowRange> ranges;
-  activations.reserve(products.size());
-  jobs.reserve(products.size());
+  auto& activations = scratch.activations;
+  auto& jobs = scratch.jobs;
+  auto& ranges = scratch.ranges;
+  jobs.clear();
+  ranges.clear();
   for (const MatmulProduct& p : products) {
     check_weights(p.w);
     if (p.n_tokens <= 0 || p.w.rows <= 0) continue;
-    activations.push_back(std::make_unique<PreparedActivations>(p.w.type, p.x, p.n_tokens, p.w.cols, &pool));
-    DotRowsJob job = product_job(p.w, *activations.back(), p.out, p.out_stride);
+    if (activations.size() <= jobs.size()) activations.push_back(std::make_unique<PreparedActivations>());
+    PreparedActivations& x = *activations[jobs.size()];
+    x.prepare(p.w.type, p.x, p.n_tokens, p.w.cols, &pool);
+    DotRowsJob job = product_job(p.w, x, p.out, p.out_stride);
     job.bf16_accumulation = bf16_vec_dot_accumulation();
     jobs.push_back(job);
     const int64_t grain = row_grain(p.w, p.n_tokens);

@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "model/ggml_type.h"
@@ -45,7 +47,24 @@ struct MatmulProduct {
 // meeting at a barrier after each small product. The accumulation orders are those of ggml's
 // mul_mat_id, which computes every expert with the vec_dot kernels (BF16 too, where matmul
 // follows tinyBLAS for 2+ tokens) and Q4_0 experts repacked as matmul's Q4_0 matrices.
-void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool);
+// `scratch` keeps the storage of the products' activations and jobs from one call to the next
+// (it only grows), so that a decode step allocates nothing.
+struct MatmulBatchScratch;
+void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool, MatmulBatchScratch& scratch);
+
+struct DotRowsJob;  // dot_kernels.h
+class PreparedActivations;
+struct MatmulBatchScratch {
+  MatmulBatchScratch();
+  ~MatmulBatchScratch();
+  std::vector<std::unique_ptr<PreparedActivations>> activations;  // one per product, reused
+  std::vector<DotRowsJob> jobs;
+  struct RowRange {
+    size_t job;
+    int64_t begin, end;
+  };
+  std::vector<RowRange> ranges;
+};
 
 // Converts row `row` of w to f32 (embedding lookup).
 void dequantize_row(const WeightMatrix& w, int64_t row, float* out);

@@ -97,9 +97,9 @@ void group_by_expert(const Routing& routing, int64_t n_tokens, int n_expert, Exp
   s.first_row.assign(static_cast<size_t>(n_expert) + 1, 0);
   for (int64_t p = 0; p < n_pairs; ++p) ++s.first_row[routing.experts[p] + 1];
   std::partial_sum(s.first_row.begin(), s.first_row.end(), s.first_row.begin());
-  std::vector<int64_t> next(s.first_row.begin(), s.first_row.end() - 1);
+  s.next_row.assign(s.first_row.begin(), s.first_row.end() - 1);
   s.row_of.resize(static_cast<size_t>(n_pairs));
-  for (int64_t p = 0; p < n_pairs; ++p) s.row_of[p] = next[routing.experts[p]]++;
+  for (int64_t p = 0; p < n_pairs; ++p) s.row_of[p] = s.next_row[routing.experts[p]]++;
 }
 
 int64_t rows_of(const ExpertScratch& s, int e) { return s.first_row[e + 1] - s.first_row[e]; }
@@ -110,7 +110,8 @@ int64_t rows_of(const ExpertScratch& s, int e) { return s.first_row[e + 1] - s.f
 void gate_up_products(const ExpertWeights& w, int n_expert, int n_ff_exp, int64_t n_embd, ExpertScratch& s,
                       ThreadPool& pool) {
   const int64_t stride = 2 * int64_t{n_ff_exp};
-  std::vector<MatmulProduct> products;
+  std::vector<MatmulProduct>& products = s.products;
+  products.clear();
   for (int e = 0; e < n_expert; ++e) {
     const int64_t n = rows_of(s, e);
     if (n == 0) continue;
@@ -123,19 +124,20 @@ void gate_up_products(const ExpertWeights& w, int n_expert, int n_ff_exp, int64_
       products.push_back({expert_rows(w.up, n_expert, e), x, n, out + n_ff_exp, stride});
     }
   }
-  matmul_batch(products, pool);
+  matmul_batch(products, pool, s.batch);
 }
 
 void down_products(const ExpertWeights& w, int n_expert, int n_ff_exp, int64_t n_embd, ExpertScratch& s,
                    ThreadPool& pool) {
-  std::vector<MatmulProduct> products;
+  std::vector<MatmulProduct>& products = s.products;
+  products.clear();
   for (int e = 0; e < n_expert; ++e) {
     const int64_t n = rows_of(s, e);
     if (n == 0) continue;
     products.push_back({expert_rows(w.down, n_expert, e), s.hidden.data() + s.first_row[e] * n_ff_exp, n,
                         s.down.data() + s.first_row[e] * n_embd, n_embd});
   }
-  matmul_batch(products, pool);
+  matmul_batch(products, pool, s.batch);
 }
 
 }  // namespace
@@ -163,8 +165,10 @@ void route_tokens(const float* logits, int64_t n_tokens, int n_expert, int n_use
   out.n_used = n_used;
   out.experts.resize(static_cast<size_t>(n_tokens * n_used));
   out.weights.resize(static_cast<size_t>(n_tokens * n_used));
-  std::vector<float> probs(static_cast<size_t>(n_expert));
-  std::vector<int32_t> order(static_cast<size_t>(n_expert));
+  std::vector<float>& probs = out.probabilities;
+  std::vector<int32_t>& order = out.order;
+  probs.resize(static_cast<size_t>(n_expert));
+  order.resize(static_cast<size_t>(n_expert));
   for (int64_t t = 0; t < n_tokens; ++t) {
     softmax(logits + t * n_expert, probs.data(), n_expert);
     std::iota(order.begin(), order.end(), 0);

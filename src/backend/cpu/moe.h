@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/matmul.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
 
@@ -19,6 +20,10 @@ struct Routing {
   int n_used = 0;                // experts per token
   std::vector<int32_t> experts;  // [n_tokens][n_used], the most probable first
   std::vector<float> weights;    // [n_tokens][n_used], their probabilities renormalised to sum 1
+  // route_tokens' working storage (one token's probabilities and expert order), kept so that
+  // routing allocates nothing once the vectors have their size.
+  std::vector<float> probabilities;
+  std::vector<int32_t> order;
 };
 
 // The router's logits ([n_tokens][n_expert]) of n_tokens inputs of n_embd values. An F32 router
@@ -38,10 +43,13 @@ void route_tokens(const float* logits, int64_t n_tokens, int n_expert, int n_use
 struct ExpertScratch {
   std::vector<int64_t> first_row;   // [n_expert + 1]: expert e's rows are [first_row[e], first_row[e + 1])
   std::vector<int64_t> row_of;      // [n_tokens][n_used]: the grouped row of each (token, choice)
+  std::vector<int64_t> next_row;    // [n_expert]: grouping's next free row of each expert
   std::vector<float> inputs;        // grouped rows: each token's input once per expert it chose
   std::vector<float> gate_up;       // grouped rows of [gate | up], 2 * n_ff_exp values
   std::vector<float> hidden;        // grouped rows of geglu(gate, up), n_ff_exp values
   std::vector<float> down;          // grouped rows of the experts' outputs, n_embd values
+  std::vector<MatmulProduct> products;  // one matmul_batch's products
+  MatmulBatchScratch batch;
 };
 
 // out[t] = sum over token t's experts e (in its routing order) of
