@@ -5,17 +5,47 @@
 # as a Debian package (.gl/), and llama.cpp's source, its prebuilt libraries and the Gemma 4
 # vocabulary from the npm peer (.peer/). All three folders are git-ignored locally (.git/info/exclude) and named in the
 # device call's carry list.
-# usage: bench/device/pack.sh [BUILD_DIR=build]   (from the repository root, after a build)
+# usage: bench/device/pack.sh [BUILD_DIR=build] [all|cpu]   (from the repository root, after a build)
+#   cpu: only what cpu-bench.sh needs, small enough for the device tool's 64 MiB with the tracked
+#        tree (~26 MB since models/channel-tiny.gguf is tracked): .devrun/channel (and
+#        .devrun/channel-base from $BASE, another channel binary, for an A/B), its libraries, the
+#        vocabulary gzipped (preamble.sh unpacks it) and .peercpu with two CPU variants only;
+#        carry [".devrun", ".peer", ".peercpu"], SCAN_REPEAT=0 (no Vulkan loader in .gl).
 set -euo pipefail
 BUILD_DIR=${1:-build}
+MODE=${2:-all}
 PEER=${CHANNEL_PEER_DIR:-$HOME/.cache/channel-peer}
 mkdir -p .git/info
-for d in .gl .peer .devrun; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
+for d in .gl .peer .devrun .peercpu; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
+PEER_LIBS=$PEER/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+LB=$PEER/llama-bench/bin/llama-bench
+copy_libraries() {  # the shared libraries the channel binary needs beside the system's
+  for lib in libhwy.so.1 libfmt.so.9; do cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .devrun/lib/; done
+}
+pack_llama_bench() {  # variant names...
+  rm -rf .peercpu && mkdir -p .peercpu
+  cp "$LB" .peercpu/
+  for lib in libggml-base.so libggml.v0.4.0.so libllama-common.so libllama.v0.4.0.so; do cp -L "$PEER_LIBS/$lib" .peercpu/; done
+  for variant in "$@"; do cp -L "$PEER_LIBS/libggml-cpu-$variant.so" .peercpu/; done
+  du -sh .peercpu >&2
+}
+
+if [ "$MODE" = cpu ]; then
+  [ -x "$LB" ] || { echo "pack.sh: no $LB (bench/peer/build-llama-bench.sh, or run bench/compare-llamacpp once)" >&2; exit 1; }
+  rm -rf .devrun .peer && mkdir -p .devrun/lib .peer
+  cp "$BUILD_DIR/channel" .devrun/
+  [ -z "${BASE:-}" ] || cp "$BASE" .devrun/channel-base
+  copy_libraries
+  gzip -c "$PEER/src/models/ggml-vocab-gemma-4.gguf" > .peer/vocab-gemma4.gguf.gz
+  pack_llama_bench sapphirerapids zen4
+  du -sh .devrun .peer >&2
+  exit 0
+fi
 
 rm -rf .devrun && mkdir -p .devrun/lib
 cp "$BUILD_DIR/channel" "$BUILD_DIR/bench/channel_vulkan_matvec_bench" "$BUILD_DIR/tests/channel_gpu_tests" \
   "$BUILD_DIR/tests/parity/logits/llama_oracle" .devrun/
-for lib in libhwy.so.1 libfmt.so.9; do cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .devrun/lib/; done
+copy_libraries
 
 mkdir -p .gl /tmp/amd64/partial
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
@@ -30,19 +60,10 @@ cp "$PEER/src/models/ggml-vocab-gemma-4.gguf" .peer/vocab-gemma4.gguf
 # The prebuilt llama.cpp libraries llama_oracle links (parity-sweep.sh): libllama, ggml and every
 # CPU variant (the oracle pins one by the CPU's features); not the Node addon or llama-common.
 rm -rf .peer/bins && mkdir -p .peer/bins
-cp "$PEER"/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/lib{llama.v,ggml.v,ggml-base,ggml-cpu-}*.so .peer/bins/
+cp "$PEER_LIBS"/lib{llama.v,ggml.v,ggml-base,ggml-cpu-}*.so .peer/bins/
 du -sh .devrun .gl .peer >&2
 
 # llama.cpp's llama-bench (bench/peer/build-llama-bench.sh) with the prebuilt libraries and the
 # CPU variants of current x86 servers, for cpu-bench.sh (.peercpu/, run from that directory so
 # that ggml picks its variant as for its users).
-LB=$PEER/llama-bench/bin/llama-bench
-if [ -x "$LB" ]; then
-  rm -rf .peercpu && mkdir -p .peercpu
-  grep -qx "/.peercpu/" .git/info/exclude || echo "/.peercpu/" >> .git/info/exclude
-  cp "$LB" .peercpu/
-  for lib in libggml-base.so libggml.v0.4.0.so libllama-common.so libllama.v0.4.0.so libggml-cpu-{sapphirerapids,icelake,zen4,haswell}.so; do
-    cp -L "$PEER/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/$lib" .peercpu/
-  done
-  du -sh .peercpu >&2
-fi
+if [ -x "$LB" ]; then pack_llama_bench sapphirerapids icelake zen4 haswell; fi

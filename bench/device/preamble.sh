@@ -6,3 +6,5 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 CH=$R/.devrun/channel
 VOCAB=$R/.peer/vocab-gemma4.gguf
+# pack.sh's cpu mode carries the vocabulary gzipped.
+[ -f "$VOCAB" ] || [ ! -f "$VOCAB.gz" ] || gunzip -k "$VOCAB.gz"
