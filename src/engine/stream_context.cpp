@@ -104,6 +104,15 @@ void StreamContext::undo_chunk(const kv::RingState& ring_before, const std::vect
   if (!overwritten.slots.empty()) backend_.write_kv(overwritten);
 }
 
+namespace {
+// A call that throws or is cancelled leaves no rows of logits behind (a one-chunk call lets the
+// backend write into `out` directly, a longer one may have added earlier chunks' rows).
+void discard_logits(Logits& out) {
+  out.values.clear();
+  out.n_rows = 0;
+}
+}  // namespace
+
 bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted, Logits& out,
                            std::span<const int32_t> candidates, const std::function<bool()>& cancelled,
                            std::vector<float>* last_hidden) {
@@ -114,8 +123,7 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
   if (ring_.transient() && tokens.size() > ring_.max_batch()) {
     fail("{} transient tokens exceed the {} transient slots left", tokens.size(), ring_.max_batch());
   }
-  out.values.clear();
-  out.n_rows = 0;
+  discard_logits(out);
   size_t done = 0;
   while (done < tokens.size()) {
     if (cancelled && cancelled()) return false;
@@ -165,10 +173,12 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
                                   chunk_logits);
     } catch (...) {
       if (undoable) undo_chunk(ring_before, placement.rotations, overwritten);
+      discard_logits(out);
       throw;
     }
     if (!finished) {
       undo_chunk(ring_before, placement.rotations, overwritten);
+      discard_logits(out);
       return false;
     }
     if (chunk_wanted != LogitsWanted::None && !only_chunk) {

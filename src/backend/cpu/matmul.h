@@ -42,18 +42,9 @@ struct MatmulProduct {
   int64_t out_stride = 0;
 };
 
-// Runs independent products (the experts of an MoE layer, each over its own tokens) as one
-// parallel_for over all their row tiles, so that the threads share the whole set instead of
-// meeting at a barrier after each small product. The accumulation orders are those of ggml's
-// mul_mat_id, which computes every expert with the vec_dot kernels (BF16 too, where matmul
-// follows tinyBLAS for 2+ tokens) and Q4_0 experts repacked as matmul's Q4_0 matrices.
-// `scratch` keeps the storage of the products' activations and jobs from one call to the next
-// (it only grows), so that a decode step allocates nothing.
-struct MatmulBatchScratch;
-void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool, MatmulBatchScratch& scratch);
-
 struct DotRowsJob;  // dot_kernels.h
 class PreparedActivations;
+// matmul_batch's working storage: the products' activations and jobs.
 struct MatmulBatchScratch {
   MatmulBatchScratch();
   ~MatmulBatchScratch();
@@ -65,6 +56,15 @@ struct MatmulBatchScratch {
   };
   std::vector<RowRange> ranges;
 };
+
+// Runs independent products (the experts of an MoE layer, each over its own tokens) as one
+// parallel_for over all their row tiles, so that the threads share the whole set instead of
+// meeting at a barrier after each small product. The accumulation orders are those of ggml's
+// mul_mat_id, which computes every expert with the vec_dot kernels (BF16 too, where matmul
+// follows tinyBLAS for 2+ tokens) and Q4_0 experts repacked as matmul's Q4_0 matrices.
+// `scratch` keeps the storage of the products' activations and jobs from one call to the next
+// (it only grows), so that a decode step allocates nothing.
+void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool, MatmulBatchScratch& scratch);
 
 // Converts row `row` of w to f32 (embedding lookup).
 void dequantize_row(const WeightMatrix& w, int64_t row, float* out);
