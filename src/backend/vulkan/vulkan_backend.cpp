@@ -35,6 +35,9 @@ constexpr uint32_t kNormWorkgroup = 256;
 constexpr uint32_t kElementWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;
 constexpr uint32_t kAttentionWorkgroup = 128;
+// Tokens of one head per workgroup of the tiled (prefill) attention, which share their key and
+// value loads (attention.comp).
+constexpr uint32_t kTiledAttentionTokens = 8;
 
 // The attention scheme of llama.cpp's CPU flash attention, which the CPU backend follows and the
 // attention shaders reproduce (backend/cpu/attention.h): batches of 64+ tokens tiled (head sizes
@@ -417,7 +420,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention") {
-    const uint32_t spec[] = {kAttentionWorkgroup, kAttentionWorkgroup, max_head_dim, kKvSlots};
+    const uint32_t spec[] = {max_head_dim, kTiledAttentionTokens};
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_combine") {
@@ -763,9 +766,11 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                                 quantized_output.values,
                                 quantized_output.scales};
   const bool split = scheme.scheme == 1;
-  // Split-KV: a workgroup per (head, chunk), then the chunks merged per head.
-  seq.dispatch_groups(pipeline(scheme.scheme == 2 ? "attention" : "attention_rows"), attention,
-                      uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1));
+  // Tiled: a workgroup per (block of kTiledAttentionTokens tokens, head); split-KV: per (head,
+  // chunk), then the chunks merged per head; one-row: per (token, head).
+  const uint64_t workgroups = scheme.scheme == 2 ? uint64_t{groups_for(n_tokens, kTiledAttentionTokens)} * lc.n_head
+                                                 : uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1);
+  seq.dispatch_groups(pipeline(scheme.scheme == 2 ? "attention" : "attention_rows"), attention, workgroups);
   seq.barrier();
   static constexpr const char* kAttentionStage[3][2] = {{"attention (global)", "attention (sliding)"},
                                                          {"attention split (global)", "attention split (sliding)"},

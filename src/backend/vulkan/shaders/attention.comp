@@ -1,6 +1,6 @@
 #version 460
-// Attention of one query head of one token over the slots of the attention view, for batches of
-// 64+ tokens (prefill; attention_rows.comp takes decode and smaller batches):
+// Attention of one query head of TOKENS consecutive tokens over the slots of the attention view,
+// for batches of 64+ tokens (prefill; attention_rows.comp takes decode and smaller batches):
 //   out = sum_j softmax_j(q . k_j) v_j   over listed slots j whose key position is in
 //   [min_position(t), position(t)] (causal; on sliding layers also within the window).
 // Queries are already scaled; keys and values are f16 in their physical slots, read through the
@@ -8,36 +8,49 @@
 //
 // The arithmetic is the CPU backend's tiled scheme (backend/cpu/attention_reference.cpp),
 // llama.cpp's CPU flash attention for 64+ queries: f32 scores as a fused multiply-add chain,
-// 64-cell tiles with an online maximum, weights by ggml's exp polynomial, f32 accumulation.
-// One workgroup per (token, head): workgroup index = t * n_head + h. Each invocation scores
-// whole keys into shared memory (MAX_KEYS of them), then owns output dims and walks the tiles
-// (every invocation keeps the same running maximum and sum; a tile's 64 weights are formed by the
-// first 64 invocations, so the workgroup has at least 64). Needs shaderFloat64 (sums in double,
-// as the CPU). The output is f32, or (out_q != 0) the Q8_0 activations of the wo product,
-// quantized here (quantize_workgroup.glsl). Specialization constants: 0 workgroup size,
-// 1 MAX_SUBGROUPS, 2 MAX_HEAD_DIM, 3 MAX_KEYS.
+// 64-cell tiles with an online maximum, weights by ggml's exp polynomial, f32 accumulation. Each
+// token's chain of operations is that of one token alone, in the same order; the workgroup
+// shares between its tokens only the loads: a tile's keys are read by neighbouring invocations
+// (one key per 8 lanes), each value element once per invocation for all its tokens. One query
+// head per workgroup was most of a prompt's time: every (token, head) read all its keys and
+// values on its own.
+//
+// Workgroup index = token block * n_head + head. Per 64-cell tile:
+//   1. scores of the TOKENS x 64 (token, cell) pairs, -inf where masked, into shared memory;
+//   2. per token (invocation i < TOKENS takes token i): the tile's maximum, the new running
+//      maximum and the factor that rescales what was accumulated (or the tile is skipped);
+//   3. the weights (ggml's exp of score - maximum), a negative mark where a cell adds nothing;
+//   4. per token its running sum, while every invocation rescales and accumulates the values of
+//      its (dims, tokens): dim lane % D + k * size (D = min(head_dim, size)), tokens
+//      lane / D + j * (size / D).
+// Needs shaderFloat64 (sums in double, as the CPU). The output is f32, or (out_q != 0) the Q8_0
+// activations of the wo product, quantized here (quantize_workgroup.glsl). 256 invocations.
+// Specialization constants: 0 MAX_HEAD_DIM, 1 TOKENS.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "attention_common.glsl"
 #include "quantize_block.glsl"
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint MAX_SUBGROUPS = 32;
-layout(constant_id = 2) const uint MAX_HEAD_DIM = 512;
-layout(constant_id = 3) const uint MAX_KEYS = 4224;
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
+layout(constant_id = 1) const uint TOKENS = 8;
 #define QUANTIZE_CAPACITY MAX_HEAD_DIM
 #include "quantize_workgroup.glsl"
 
-shared float query[MAX_HEAD_DIM];
-shared float scores[MAX_KEYS];
-shared float tile_weights[64];  // kTileCells
-
 const uint kTileCells = 64;
-const uint kMaxDimsPerLane = (MAX_HEAD_DIM + 31) / 32;  // the workgroup has at least 32 invocations
+const uint kQueryStride = MAX_HEAD_DIM + 1u;  // a token's query row, padded off the next one's banks
+const uint kMaxDimsPerLane = (MAX_HEAD_DIM + 255u) / 256u;
+
+shared float query[TOKENS * kQueryStride];
+shared float tile[TOKENS * kTileCells];  // the tile's scores, then its weights (< 0: adds nothing)
+shared uint tile_slots[kTileCells];
+shared float running_max[TOKENS], running_sum[TOKENS], rescale[TOKENS];
+shared uint tile_live[TOKENS];  // 1: the token sees a key of the tile
 
 // simd_gemm's score: a fused multiply-add chain over the head dims from 0.
-float dot_fma_chain(F16Ptr key, uint n) {
+float dot_fma_chain(uint row, F16Ptr key, uint n) {
   float acc = 0.0;
-  for (uint i = 0; i < n; ++i) acc = fma(query[i], float(key.v[i]), acc);
+  for (uint i = 0; i < n; ++i) acc = fma(query[row + i], float(key.v[i]), acc);
   return acc;
 }
 
@@ -60,87 +73,137 @@ float expf_ggml(float x) {
   return scaled;
 }
 
-uint64_t value_address(uint j, uint kv_head) {
-  return p.v_cache + uint64_t(kv_row_offset(U32Ptr(p.view).v[j], kv_head)) * 2u;
-}
-
 void main() {
   const uint index = flat_workgroup_index();
-  if (index >= p.n_tokens * p.n_head) return;  // the whole workgroup
-  const uint t = index / p.n_head, h = index % p.n_head;
-  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x;
+  const uint n_blocks = (p.n_tokens + TOKENS - 1u) / TOKENS;
+  if (index >= n_blocks * p.n_head) return;  // the whole workgroup
+  const uint t0 = (index / p.n_head) * TOKENS, h = index % p.n_head;
+  const uint lane = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
   const uint dim = p.head_dim;
   const uint kv_head = h / (p.n_head / p.n_head_kv);
-  const int position = I32Ptr(p.positions).v[t];
-  const int min_position = min_visible_position(position);
 
-  F32Ptr q = F32Ptr(p.q + (uint64_t(t) * p.n_head * dim + h * dim) * 4u);
-  for (uint d = lane; d < dim; d += stride) query[d] = q.v[d];
-  barrier();
-
-  // Scores of the listed keys (-inf when masked), one key per invocation.
-  for (uint j = lane; j < p.n_view; j += stride) {
-    uint slot;
-    float score = kMinusInfinity;
-    if (visible_key(j, position, min_position, slot)) {
-      score = dot_fma_chain(F16Ptr(p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u), dim);
-    }
-    scores[j] = score;
+  for (uint e = lane; e < TOKENS * dim; e += size) {
+    const uint tq = e / dim, d = e % dim;
+    query[tq * kQueryStride + d] = t0 + tq < p.n_tokens ? F32Ptr(p.q + (uint64_t(t0 + tq) * p.n_head * dim + h * dim) * 4u).v[d] : 0.0;
   }
-  barrier();
+  if (lane < TOKENS) {
+    running_max[lane] = kMinusInfinity;
+    running_sum[lane] = 0.0;
+  }
 
-  float out_values[kMaxDimsPerLane];
-  for (uint k = 0; k < kMaxDimsPerLane; ++k) out_values[k] = 0.0;
-  float m = kMinusInfinity, s = 0.0;
+  // This invocation's share of the accumulation: dims lane % dim_lanes + k * size, tokens
+  // token_group + j * n_groups.
+  const uint dim_lanes = min(dim, size);
+  const uint n_groups = size / dim_lanes;
+  const uint token_group = lane / dim_lanes;
+  const uint first_dim = lane % dim_lanes;
+  float out_values[kMaxDimsPerLane][TOKENS];
+  [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k)
+    [[unroll]] for (uint j = 0; j < TOKENS; ++j) out_values[k][j] = 0.0;
+
   const int first_tile = p.first_cell / int(kTileCells);
   const int end_tile = (p.first_cell + int(p.n_view) + int(kTileCells) - 1) / int(kTileCells);
-  for (int tile = first_tile; tile < end_tile; ++tile) {
-    const int base = tile * int(kTileCells) - p.first_cell;  // listed index of the tile's first cell
-    float tile_max = kMinusInfinity;
-    for (int c = 0; c < int(kTileCells); ++c) {
-      const int i = base + c;
-      if (i >= 0 && i < int(p.n_view)) tile_max = max(tile_max, scores[i]);
-    }
-    if (tile_max == kMinusInfinity) continue;
-    const float m_new = max(m, tile_max);
-    if (m_new > m) {
-      const float ms = exp(m - m_new);
-      for (uint k = 0; k < kMaxDimsPerLane; ++k) out_values[k] *= ms;
-      s *= ms;
-    }
-    m = m_new;
-    // The tile's weights, each formed once (invocation c forms cell c's) and shared: every
-    // invocation forming all of them twice was most of a long prefill's attention.
-    barrier();  // the previous tile's weights are read
-    if (lane < kTileCells) {
-      const int i = base + int(lane);
-      tile_weights[lane] = i >= 0 && i < int(p.n_view) ? expf_ggml(scores[i] - m) : 0.0;
+  for (int tile_index = first_tile; tile_index < end_tile; ++tile_index) {
+    const int base = tile_index * int(kTileCells) - p.first_cell;  // listed index of the tile's first cell
+    barrier();  // the previous tile's weights are read (and, at the first, the queries written)
+    // 1. Scores: pair e is cell e / TOKENS of token e % TOKENS, so that 8 neighbouring lanes read
+    // one key.
+    for (uint e = lane; e < TOKENS * kTileCells; e += size) {
+      const uint c = e / TOKENS, tq = e % TOKENS;
+      const int i = base + int(c);
+      float score = kMinusInfinity;
+      if (i >= 0 && i < int(p.n_view) && t0 + tq < p.n_tokens) {
+        const int position = I32Ptr(p.positions).v[t0 + tq];
+        uint slot;
+        if (visible_key(uint(i), position, min_visible_position(position), slot)) {
+          score = dot_fma_chain(tq * kQueryStride, F16Ptr(p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u), dim);
+        }
+        if (tq == 0u) tile_slots[c] = slot;
+      }
+      tile[tq * kTileCells + c] = score;
     }
     barrier();
-    // ggml_vec_soft_max_f32: each group of 16 weights reduced, the groups summed in double.
-    double sum = 0.0;
-    for (uint g = 0; g < kTileCells / 16u; ++g) {
-      float group[16];
-      for (uint l = 0; l < 16; ++l) group[l] = tile_weights[16u * g + l];
-      sum += double(reduce16(group));
+    // 2. Each token's maximum.
+    if (lane < TOKENS) {
+      float tile_max = kMinusInfinity;
+      for (uint c = 0; c < kTileCells; ++c) tile_max = max(tile_max, tile[lane * kTileCells + c]);
+      const float m = running_max[lane];
+      const float m_new = max(m, tile_max);
+      tile_live[lane] = tile_max != kMinusInfinity ? 1u : 0u;
+      rescale[lane] = 1.0;
+      if (tile_max != kMinusInfinity && m_new > m) {
+        const float ms = exp(m - m_new);
+        rescale[lane] = ms;
+        running_sum[lane] *= ms;
+      }
+      if (tile_max != kMinusInfinity) running_max[lane] = m_new;
     }
-    s = float(double(s) + sum);
-    for (int c = 0; c < int(kTileCells); ++c) {
-      const int i = base + c;
-      if (i < 0 || i >= int(p.n_view) || scores[i] == kMinusInfinity) continue;
-      const float weight = tile_weights[c];
-      F16Ptr value = F16Ptr(value_address(uint(i), kv_head));
-      for (uint k = 0, d = lane; d < dim; ++k, d += stride) out_values[k] = fma(float(value.v[d]), weight, out_values[k]);
+    barrier();
+    // 3. The weights, each formed once; -1 marks a cell out of the list or masked (the running
+    // sum counts it as 0, as ggml's weight of a masked cell).
+    for (uint e = lane; e < TOKENS * kTileCells; e += size) {
+      const float score = tile[e];
+      tile[e] = tile_live[e / kTileCells] != 0u && score != kMinusInfinity ? expf_ggml(score - running_max[e / kTileCells]) : -1.0;
+    }
+    barrier();
+    // 4. ggml_vec_soft_max_f32's sum: each group of 16 weights reduced, the groups summed in double.
+    if (lane < TOKENS && tile_live[lane] != 0u) {
+      double sum = 0.0;
+      for (uint g = 0; g < kTileCells / 16u; ++g) {
+        float group[16];
+        for (uint l = 0; l < 16; ++l) group[l] = max(tile[lane * kTileCells + 16u * g + l], 0.0);
+        sum += double(reduce16(group));
+      }
+      running_sum[lane] = float(double(running_sum[lane]) + sum);
+    }
+    if (token_group < n_groups) {
+      [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
+        const uint tq = token_group + j * n_groups;
+        if (tq >= TOKENS) break;
+        const float ms = rescale[tq];
+        [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) out_values[k][j] *= ms;
+      }
+      for (uint c = 0; c < kTileCells; ++c) {
+        const int i = base + int(c);
+        if (i < 0 || i >= int(p.n_view)) continue;
+        const uint64_t row = p.v_cache + uint64_t(kv_row_offset(tile_slots[c], kv_head)) * 2u;
+        [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) {
+          const uint d = first_dim + k * size;
+          if (d >= dim) break;
+          const float value = float(F16Ptr(row).v[d]);
+          [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
+            const uint tq = token_group + j * n_groups;
+            if (tq >= TOKENS) break;
+            const float weight = tile[tq * kTileCells + c];
+            if (weight >= 0.0) out_values[k][j] = fma(value, weight, out_values[k][j]);
+          }
+        }
+      }
     }
   }
-  const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
+  barrier();  // the running sums are final
 
-  const uint64_t first = uint64_t(t) * p.n_head * dim + h * dim;  // the head's first output value
-  if (p.out_q != 0ul) {  // the Q8_0 activations of wo (head_dim a multiple of 32: whole blocks)
-    for (uint k = 0, d = lane; d < dim; ++k, d += stride) quantize_values[d] = out_values[k] * inverse;
-    quantize_shared_q8(dim, p.out_q + first, p.out_d + first / 32u * 4u);
-    return;
+  for (uint tq = 0; tq < TOKENS && t0 + tq < p.n_tokens; ++tq) {
+    const float s = running_sum[tq];
+    const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
+    const uint64_t first = uint64_t(t0 + tq) * p.n_head * dim + h * dim;  // the head's first output value
+    if (token_group < n_groups) {
+      [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
+        if (token_group + j * n_groups != tq) continue;
+        [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) {
+          const uint d = first_dim + k * size;
+          if (d >= dim) break;
+          if (p.out_q != 0ul) {
+            quantize_values[d] = out_values[k][j] * inverse;
+          } else {
+            F32Ptr(p.dst + (first + d) * 4u).v[0] = out_values[k][j] * inverse;
+          }
+        }
+      }
+    }
+    if (p.out_q != 0ul) {  // the Q8_0 activations of wo (head_dim a multiple of 32: whole blocks)
+      quantize_shared_q8(dim, p.out_q + first, p.out_d + first / 32u * 4u);
+      barrier();  // quantize_values is free for the next token
+    }
   }
-  F32Ptr dst = F32Ptr(p.dst + first * 4u);
-  for (uint k = 0, d = lane; d < dim; ++k, d += stride) dst.v[d] = out_values[k] * inverse;
 }
