@@ -5,12 +5,17 @@
 # as a Debian package (.gl/), and llama.cpp's source, its prebuilt libraries and the Gemma 4
 # vocabulary from the npm peer (.peer/). All three folders are git-ignored locally (.git/info/exclude) and named in the
 # device call's carry list.
-# usage: bench/device/pack.sh [BUILD_DIR=build] [all|cpu]   (from the repository root, after a build)
+# usage: bench/device/pack.sh [BUILD_DIR=build] [all|cpu|gpu]   (from the repository root, after a build)
+#   all is over the device tool's 64 MiB beside the tracked tree; cpu and gpu fit:
 #   cpu: only what cpu-bench.sh needs, small enough for the device tool's 64 MiB with the tracked
 #        tree (~26 MB since models/channel-tiny.gguf is tracked): .devrun/channel (and
 #        .devrun/channel-base from $BASE, another channel binary, for an A/B), its libraries, the
 #        vocabulary gzipped (preamble.sh unpacks it) and .peercpu with two CPU variants only;
 #        carry [".devrun", ".peer", ".peercpu"], SCAN_REPEAT=0 (no Vulkan loader in .gl).
+#   gpu: what h200-bench.sh and h200-ab.sh need (~36 MB): .devrun/channel, channel_gpu_tests and
+#        the matrix-vector benchmark (and .devrun/channel_base from $BASE for h200-ab.sh), their
+#        libraries, .gl, and in .peer the vocabulary gzipped and llama.cpp's source (no prebuilt
+#        libraries: the parity oracle is left out); carry [".devrun", ".gl", ".peer"].
 set -euo pipefail
 BUILD_DIR=${1:-build}
 MODE=${2:-all}
@@ -43,8 +48,9 @@ if [ "$MODE" = cpu ]; then
 fi
 
 rm -rf .devrun && mkdir -p .devrun/lib
-cp "$BUILD_DIR/channel" "$BUILD_DIR/bench/channel_vulkan_matvec_bench" "$BUILD_DIR/tests/channel_gpu_tests" \
-  "$BUILD_DIR/tests/parity/logits/llama_oracle" .devrun/
+cp "$BUILD_DIR/channel" "$BUILD_DIR/bench/channel_vulkan_matvec_bench" "$BUILD_DIR/tests/channel_gpu_tests" .devrun/
+[ "$MODE" = gpu ] || cp "$BUILD_DIR/tests/parity/logits/llama_oracle" .devrun/
+[ -z "${BASE:-}" ] || cp "$BASE" .devrun/channel_base
 copy_libraries
 
 mkdir -p .gl /tmp/amd64/partial
@@ -56,6 +62,13 @@ o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp
 mkdir -p .peer
 [ -f .peer/llama-src.tgz ] || tar czf .peer/llama-src.tgz -C "$PEER/src" --exclude=./docs --exclude=./models \
   --exclude=./.git --exclude='./tools/server/public*' --exclude='*.gguf' .
+if [ "$MODE" = gpu ]; then
+  rm -rf .peer/bins .peer/vocab-gemma4.gguf
+  gzip -c "$PEER/src/models/ggml-vocab-gemma-4.gguf" > .peer/vocab-gemma4.gguf.gz
+  du -sh .devrun .gl .peer >&2
+  exit 0
+fi
+rm -f .peer/vocab-gemma4.gguf.gz
 cp "$PEER/src/models/ggml-vocab-gemma-4.gguf" .peer/vocab-gemma4.gguf
 # The prebuilt llama.cpp libraries llama_oracle links (parity-sweep.sh): libllama, ggml and every
 # CPU variant (the oracle pins one by the CPU's features); not the Node addon or llama-common.
