@@ -35,9 +35,6 @@ constexpr uint32_t kNormWorkgroup = 256;
 constexpr uint32_t kElementWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;
 constexpr uint32_t kAttentionWorkgroup = 128;
-// Tokens of one head per workgroup of the tiled (prefill) attention, which share their key and
-// value loads (attention.comp).
-constexpr uint32_t kTiledAttentionTokens = 8;
 
 // The attention scheme of llama.cpp's CPU flash attention, which the CPU backend follows and the
 // attention shaders reproduce (backend/cpu/attention.h): batches of 64+ tokens tiled (head sizes
@@ -120,6 +117,27 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   return options;
 }
 
+// Tokens of one head per workgroup of the tiled (prefill) attention, which share their key and
+// value loads (attention.comp): 16 where its shared memory allows (queries of max_head_dim + 1
+// floats, a 64-cell tile of scores, the Q8_0 staging of one head), else 8.
+// CHANNEL_VULKAN_ATTENTION_TOKENS=N overrides it, for tuning on a new device.
+uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
+  const auto shared_bytes = [&](uint32_t tokens) {
+    return 4u * (tokens * (max_head_dim + 1) + tokens * 64u + 64u + 4u * tokens + max_head_dim + max_head_dim / 32u);
+  };
+  if (const char* text = std::getenv("CHANNEL_VULKAN_ATTENTION_TOKENS")) {
+    unsigned tokens = 0;
+    if (std::sscanf(text, "%u", &tokens) != 1 || tokens == 0 || tokens > 64 ||
+        shared_bytes(tokens) > info.max_compute_shared_memory) {
+      fail("CHANNEL_VULKAN_ATTENTION_TOKENS must be 1 to 64 tokens whose queries fit this device's {} bytes of shared "
+           "memory, not '{}'",
+           info.max_compute_shared_memory, text);
+    }
+    return tokens;
+  }
+  return shared_bytes(16) <= info.max_compute_shared_memory ? 16 : 8;
+}
+
 // norm_quantize.comp's workgroup (one per row): at decode the only workgroup of its dispatch, so
 // a GPU gives it as many invocations as it allows, up to 1024 (fewer values each, a shorter chain
 // of loads: on the H200, Gemma 3 12B decode ran at 106 / 124 / 134 tok/s with 256 / 512 / 1024);
@@ -167,6 +185,8 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
   refuse_unsupported_features(model_->config());
   device_ = std::make_unique<Device>(options_.device_index);
   pipelines_ = std::make_unique<PipelineCache>(*device_);
+  tiled_attention_tokens_ =
+      tiled_attention_tokens(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
   matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_, matmul_options(device_->info()));
   transfer_ = std::make_unique<Transfer>(*device_);
   for (auto& seq : sequences_) seq = std::make_unique<CommandSequence>(*device_);
@@ -420,7 +440,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention") {
-    const uint32_t spec[] = {max_head_dim, kTiledAttentionTokens};
+    const uint32_t spec[] = {max_head_dim, tiled_attention_tokens_};
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_combine") {
@@ -766,9 +786,9 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                                 quantized_output.values,
                                 quantized_output.scales};
   const bool split = scheme.scheme == 1;
-  // Tiled: a workgroup per (block of kTiledAttentionTokens tokens, head); split-KV: per (head,
+  // Tiled: a workgroup per (block of tiled_attention_tokens_ tokens, head); split-KV: per (head,
   // chunk), then the chunks merged per head; one-row: per (token, head).
-  const uint64_t workgroups = scheme.scheme == 2 ? uint64_t{groups_for(n_tokens, kTiledAttentionTokens)} * lc.n_head
+  const uint64_t workgroups = scheme.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_attention_tokens_)} * lc.n_head
                                                  : uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1);
   seq.dispatch_groups(pipeline(scheme.scheme == 2 ? "attention" : "attention_rows"), attention, workgroups);
   seq.barrier();

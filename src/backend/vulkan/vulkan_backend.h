@@ -156,6 +156,7 @@ class VulkanBackend final : public Backend {
   Buffer per_layer_token_rows_, per_layer_projected_, per_layer_inputs_;
   Buffer partials_;  // split-KV attention: per (head, chunk) maximum, sum and accumulators
   uint32_t n_global_view_ = 0, n_sliding_view_ = 0;
+  uint32_t tiled_attention_tokens_ = 8;  // tokens of one head per workgroup of the prefill attention
   int32_t first_global_cell_ = 0, first_sliding_cell_ = 0;
   // rotate_keys and KV export/import.
   Buffer rotate_slots_, rotate_first_move_, rotate_cos_sin_, kv_rows_, kv_row_ids_;
