@@ -92,9 +92,9 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
          device.info().max_compute_shared_memory);
   }
   // matmul_coop.comp: 64 weight and 64 token rows of K_BLOCKS blocks (8 words each, 4 of padding)
-  // and their scales, and each subgroup's 32 x 32 int32 sums of each block.
+  // and their scales, and the two index tables of a 16 x 16 tile.
   const uint64_t coop_k = options.cooperative_k_blocks;
-  const uint64_t coop_shared = 128u * (coop_k * 36u + 16u) + coop_k * 4u * 32u * 32u * 4u;
+  const uint64_t coop_shared = 128u * (coop_k * 36u + 16u) + 2u * 16u * 16u * 4u;
   if (device.int8_matrix_n() != 0 &&
       (options.cooperative_k_blocks == 0 || coop_shared > device.info().max_compute_shared_memory)) {
     fail("Vulkan: a cooperative-matrix tile of {} blocks per step ({} bytes of shared memory) is not possible on {}",

@@ -5,17 +5,20 @@
 // acc): the CPU backend's block-sequential order.
 //
 // A workgroup of 4 subgroups (of 32) computes 64 rows x 64 tokens, each subgroup a 32 x 32
-// quarter. Each step stages K_BLOCKS blocks of the 64 weight rows (nibbles unpacked to int8) and
-// of the 64 token rows in shared memory, while the next step's blocks are read from memory into
-// registers. For each block, the subgroup's cooperative products give the exact int32 sums of its
-// quarter, which it stores to shared memory; once the step's blocks are all multiplied, each lane
-// scales the sums of its 8 rows x 4 tokens into its 32 accumulators, block by block. (The scales vary
-// per row and per token, and VK_NV_cooperative_matrix has no element-wise product of two
-// matrices, so the sums cannot be scaled in the matrix registers; Debian 12's glslang 11 has no
-// VK_KHR_cooperative_matrix, which has.)
+// quarter as 2 x (32 / MMA_N) product tiles of 16 x MMA_N. Each step stages K_BLOCKS blocks of
+// the 64 weight rows (nibbles unpacked to int8) and of the 64 token rows in shared memory, while
+// the next step's blocks are read from memory into registers. For each block, each product tile's
+// exact int32 sums are scaled into its f32 accumulator element by element, in registers: the
+// scales vary per row and per token, and VK_NV_cooperative_matrix (the only form Debian 12's
+// glslang 11 has) has no element-wise product of two matrices, so each lane learns once which
+// (row, token) each of its elements holds, from an index matrix loaded through the same type.
+// (Sending every block's sums through shared memory to be scaled there was half the kernel's
+// time.) The accumulators are f32 matrices of the same shape: their mapping is checked against
+// the int32 one, and a device where it differs gets NaN outputs, which the tests catch.
 //
 // Specialization constants: 0 K_BLOCKS, blocks per step; 1 MMA_N, the N of the device's
 // 16 x N x 32 int8 products (16 or 8; DeviceFeatures::int8_matrix_n).
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_NV_integer_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -32,15 +35,17 @@ layout(constant_id = 1) const uint MMA_N = 16;
 const uint BM = 64;   // rows per tile
 const uint BN = 64;   // tokens per tile
 const uint SUB = 32;  // rows and tokens of a subgroup's quarter
+const uint TILES_N = SUB / MMA_N;  // product tiles across a quarter's tokens
 // Words per staged row: K_BLOCKS blocks of 8 words, padded by 4 so that rows start 16-byte
 // aligned (the matrix loads need it) and 4 banks apart.
 const uint STRIDE = K_BLOCKS * 8u + 4u;
 shared uint w_tile[BM * STRIDE];
 shared uint x_tile[BN * STRIDE];
-shared vec4 w_scale[K_BLOCKS * BM / 4u];  // [block][row], 4 per vec4
-shared vec4 x_scale[K_BLOCKS * BN / 4u];  // [block][token]
-// Each subgroup's 32 x 32 int32 sums of each block of the step, row-major, 4 per ivec4.
-shared ivec4 block_sums[4u * K_BLOCKS * SUB * SUB / 4u];
+shared float w_scale[K_BLOCKS * BM];  // [block][row]
+shared float x_scale[K_BLOCKS * BN];  // [block][token]
+// Element e of a 16 x MMA_N tile (row e / MMA_N, column e % MMA_N) holds e, as int32 and as f32.
+shared int index_table[16 * MMA_N];
+shared float index_table_f[16 * MMA_N];
 
 // Each thread stages K_BLOCKS of the step's (BM + BN) * K_BLOCKS blocks: slots id, id + 128, ...;
 // slot s < BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the others
@@ -91,12 +96,10 @@ void stage() {
     const uint base = load_line[l] * STRIDE + load_block[l] * 8u;
     if (loads_weights[l]) {
       for (uint j = 0; j < 8; ++j) w_tile[base + j] = fetched_q[l][j];
-      const uint i = load_block[l] * BM + load_line[l];
-      w_scale[i / 4u][i % 4u] = fetched_d[l];
+      w_scale[load_block[l] * BM + load_line[l]] = fetched_d[l];
     } else {
       for (uint j = 0; j < 8; ++j) x_tile[base + j] = fetched_q[l][j];
-      const uint i = load_block[l] * BN + load_line[l];
-      x_scale[i / 4u][i % 4u] = fetched_d[l];
+      x_scale[load_block[l] * BN + load_line[l]] = fetched_d[l];
     }
   }
 }
@@ -107,64 +110,68 @@ void main() {
   const uint tok0 = gl_WorkGroupID.y * BN;
   const uint sub_row = (gl_SubgroupID & 1u) * SUB;  // the quarter's first row and token in the tile
   const uint sub_tok = (gl_SubgroupID >> 1) * SUB;
-  const uint sums = gl_SubgroupID * K_BLOCKS * SUB * SUB;  // int32 index of the subgroup's sums
-  // This lane's outputs: rows lane_row .. +7 and tokens lane_tok .. +3 of the quarter.
-  const uint lane_row = (gl_SubgroupInvocationID / 8u) * 8u;
-  const uint lane_tok = (gl_SubgroupInvocationID % 8u) * 4u;
 
-  float acc[8][4];
-  for (uint r = 0; r < 8; ++r)
-    for (uint c = 0; c < 4; ++c) acc[r][c] = 0.0;
+  // Which element of a product tile each of this lane's components is.
+  for (uint e = id; e < 16u * MMA_N; e += 128u) {
+    index_table[e] = int(e);
+    index_table_f[e] = float(e);
+  }
+  barrier();
+  icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> element;
+  coopMatLoadNV(element, index_table, 0, MMA_N, false);
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> element_f;
+  coopMatLoadNV(element_f, index_table_f, 0, MMA_N, false);
+  bool same_mapping = element.length() == element_f.length();
+  for (int i = 0; i < element.length(); ++i) same_mapping = same_mapping && int(element_f[i]) == element[i];
+
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> acc[2][TILES_N];
+  [[unroll]] for (uint part = 0; part < 2; ++part)
+    [[unroll]] for (uint j = 0; j < TILES_N; ++j) acc[part][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N>(0.0);
   const icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> zero = icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N>(0);
 
   const uint n_blocks = p.cols / 32u;
   plan_loads(id, row0, tok0);
   fetch(0, tok0, n_blocks);
   for (uint b0 = 0; b0 < n_blocks; b0 += K_BLOCKS) {
+    barrier();  // the previous step's tiles are read (and, at the first, the index tables)
     stage();
     barrier();
     if (b0 + K_BLOCKS < n_blocks) fetch(b0 + K_BLOCKS, tok0, n_blocks);  // in flight while this step multiplies
 
-    // The quarter's exact block sums: rows sub_row .. +31 (two 16-row halves) times tokens
-    // sub_tok .. +31 (SUB / MMA_N column tiles); the tokens' int8 rows are the columns of B.
+    // The quarter's rows sub_row .. +31 (two 16-row halves) times tokens sub_tok .. +31 (TILES_N
+    // column tiles; the tokens' int8 rows are the columns of B), block by block.
     const uint step_blocks = min(K_BLOCKS, n_blocks - b0);
     for (uint kb = 0; kb < step_blocks; ++kb) {
-      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> w_top, w_bottom;
-      coopMatLoadNV(w_top, w_tile, sub_row * STRIDE + kb * 8u, STRIDE, false);
-      coopMatLoadNV(w_bottom, w_tile, (sub_row + 16u) * STRIDE + kb * 8u, STRIDE, false);
-      const uint block = (sums + kb * SUB * SUB) / 4u;  // in ivec4
-      for (uint j = 0; j < SUB / MMA_N; ++j) {
+      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> w[2];
+      coopMatLoadNV(w[0], w_tile, sub_row * STRIDE + kb * 8u, STRIDE, false);
+      coopMatLoadNV(w[1], w_tile, (sub_row + 16u) * STRIDE + kb * 8u, STRIDE, false);
+      [[unroll]] for (uint j = 0; j < TILES_N; ++j) {
         icoopmatNV<8, gl_ScopeSubgroup, 32, MMA_N> x;
         coopMatLoadNV(x, x_tile, (sub_tok + j * MMA_N) * STRIDE + kb * 8u, STRIDE, true);
-        coopMatStoreNV(coopMatMulAddNV(w_top, x, zero), block_sums, block + j * MMA_N / 4u, SUB / 4u, false);
-        coopMatStoreNV(coopMatMulAddNV(w_bottom, x, zero), block_sums, block + (16u * SUB + j * MMA_N) / 4u,
-                       SUB / 4u, false);
+        [[unroll]] for (uint part = 0; part < 2; ++part) {
+          const icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> sums = coopMatMulAddNV(w[part], x, zero);
+          for (int i = 0; i < sums.length(); ++i) {
+            const uint e = uint(element[i]);
+            const float wd = w_scale[kb * BM + sub_row + part * 16u + e / MMA_N];
+            const float xd = x_scale[kb * BN + sub_tok + j * MMA_N + e % MMA_N];
+            acc[part][j][i] = fma(float(sums[i]), wd * xd, acc[part][j][i]);
+          }
+        }
       }
     }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    for (uint kb = 0; kb < step_blocks; ++kb) {
-      const vec4 xd = x_scale[(kb * BN + sub_tok + lane_tok) / 4u];
-      const vec4 wd0 = w_scale[(kb * BM + sub_row + lane_row) / 4u];
-      const vec4 wd1 = w_scale[(kb * BM + sub_row + lane_row) / 4u + 1u];
-      for (uint r = 0; r < 8; ++r) {
-        const ivec4 s = block_sums[(sums + kb * SUB * SUB + (lane_row + r) * SUB + lane_tok) / 4u];
-        const float wd = r < 4u ? wd0[r] : wd1[r - 4u];
-        for (uint c = 0; c < 4; ++c) acc[r][c] = fma(float(s[c]), wd * xd[c], acc[r][c]);
-      }
-    }
-    barrier();  // the tiles and sums are free for the next step
   }
 
-  for (uint c = 0; c < 4; ++c) {
-    const uint t = tok0 + sub_tok + lane_tok + c;
-    if (t >= p.n_tokens) break;
-    for (uint r = 0; r < 8; ++r) {
-      const uint i = row0 + sub_row + lane_row + r;
-      if (i >= p.n_out) break;
-      bool valid = false;
-      weight_row(i, valid);
-      F32Ptr(p.dst + (uint64_t(t) * p.dst_stride + i) * 4u).v[0] = valid ? acc[r][c] : nan_value();
+  [[unroll]] for (uint part = 0; part < 2; ++part) {
+    [[unroll]] for (uint j = 0; j < TILES_N; ++j) {
+      for (int i = 0; i < acc[part][j].length(); ++i) {
+        const uint e = uint(element[i]);
+        const uint row = row0 + sub_row + part * 16u + e / MMA_N;
+        const uint t = tok0 + sub_tok + j * MMA_N + e % MMA_N;
+        if (row >= p.n_out || t >= p.n_tokens) continue;
+        bool valid = false;
+        weight_row(row, valid);
+        F32Ptr(p.dst + (uint64_t(t) * p.dst_stride + row) * 4u).v[0] = valid && same_mapping ? acc[part][j][i] : nan_value();
+      }
     }
   }
 }
