@@ -38,7 +38,6 @@ constexpr uint32_t kQuantizeWorkgroup = 256;  // quantize_q8.comp local_size_x: 
 constexpr uint32_t kRoundWorkgroup = 256;    // round_half.comp local_size_x
 constexpr int64_t kTileTokens = 64;          // matmul.comp BN
 constexpr uint32_t kTileStrideBytes = 40;     // matmul.comp: a block's 9 shared words and its scale
-constexpr int64_t kCoopTileRows = 64;         // matmul_coop.comp BM
 constexpr int64_t kCoopTileTokens = 64;       // matmul_coop.comp BN
 uint64_t align16(uint64_t n) { return (n + 15) / 16 * 16; }
 
@@ -91,14 +90,16 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
          options.tiled_rows_per_thread, options.tiled_k_blocks, tile_shared, device.info().name,
          device.info().max_compute_shared_memory);
   }
-  // matmul_coop.comp: 64 weight and 64 token rows of K_BLOCKS blocks (8 words each, 4 of padding)
+  // matmul_coop.comp: BM weight and 64 token rows of K_BLOCKS blocks (8 words each, 4 of padding)
   // and their scales, and the two index tables of a 16 x 16 tile.
   const uint64_t coop_k = options.cooperative_k_blocks;
-  const uint64_t coop_shared = 128u * (coop_k * 36u + 16u) + 2u * 16u * 16u * 4u;
+  const uint64_t coop_shared = (options.cooperative_tile_rows + kCoopTileTokens) * (coop_k * 36u + 16u) + 2u * 16u * 16u * 4u;
   if (device.int8_matrix_n() != 0 &&
-      (options.cooperative_k_blocks == 0 || coop_shared > device.info().max_compute_shared_memory)) {
-    fail("Vulkan: a cooperative-matrix tile of {} blocks per step ({} bytes of shared memory) is not possible on {}",
-         options.cooperative_k_blocks, coop_shared, device.info().name);
+      (options.cooperative_k_blocks == 0 || (options.cooperative_tile_rows != 64 && options.cooperative_tile_rows != 128) ||
+       coop_shared > device.info().max_compute_shared_memory)) {
+    fail("Vulkan: a cooperative-matrix tile of {} rows (64 or 128) and {} blocks per step ({} bytes of shared memory) "
+         "is not possible on {}",
+         options.cooperative_tile_rows, options.cooperative_k_blocks, coop_shared, device.info().name);
   }
 }
 
@@ -127,7 +128,8 @@ const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, uint32_t to
 }
 
 const ComputePipeline& MatmulKernels::cooperative_pipeline(GgmlType type) {
-  const uint32_t specialization[] = {options_.cooperative_k_blocks, device_.int8_matrix_n()};
+  const uint32_t specialization[] = {options_.cooperative_k_blocks, device_.int8_matrix_n(),
+                                     options_.cooperative_tile_rows};
   return pipelines_.get("matmul_coop_" + type_suffix(type), specialization);
 }
 
@@ -266,7 +268,7 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
       fail("Vulkan matmul: no cooperative-matrix kernel for {} weights on {}", ggml_type_traits(w.type).name,
            device_.info().name);
     }
-    const int64_t groups_x = (n_out + kCoopTileRows - 1) / kCoopTileRows;
+    const int64_t groups_x = (n_out + options_.cooperative_tile_rows - 1) / options_.cooperative_tile_rows;
     const int64_t groups_y = (x.n_tokens + kCoopTileTokens - 1) / kCoopTileTokens;
     seq.dispatch(cooperative_pipeline(w.type), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
     return;

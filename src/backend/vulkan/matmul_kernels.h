@@ -71,9 +71,11 @@ class MatmulKernels {
     uint32_t tiled_rows_per_thread = 4;  // matmul.comp TM: a tile of 16 x this many rows (4 or 8)
     uint32_t tiled_k_blocks = 2;         // matmul.comp K_BLOCKS: Q4_0 / Q8_0 blocks per step
     bool cooperative_matrix = true;      // kAuto may pick kCooperative (where the device has it)
-    // matmul_coop.comp K_BLOCKS: blocks per step (its shared memory grows by 4.5 KiB a block).
-    // H200, Gemma 3 12B pp512: 2875-2879 tok/s with 4 against 2844-2845 with 2.
+    // matmul_coop.comp K_BLOCKS, blocks per step, and BM, weight rows per tile (64 or 128). H200,
+    // Gemma 3 12B pp512 (tok/s): 4 blocks and 128 rows 3528-3534, 2 and 128 3421-3424, 6 and 128
+    // 3178-3182, 8 and 64 3115-3120, 4 and 64 3285-3292.
     uint32_t cooperative_k_blocks = 4;
+    uint32_t cooperative_tile_rows = 128;
   };
 
   MatmulKernels(Device& device, PipelineCache& pipelines);

@@ -85,8 +85,8 @@ std::string type_suffix(GgmlType type) {
 // default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape).
 // CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows[,blocks] overrides the matrix-vector shape
 // (parse_matvec_shape), CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks the tiled kernel's
-// (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N the cooperative-matrix kernel's blocks
-// per step (0: not used), for tuning on a new device.
+// (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N[,ROWS] the cooperative-matrix kernel's
+// blocks per step (0: not used) and tile rows, for tuning on a new device.
 MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   MatmulKernels::Options options;
   if (info.type == DeviceType::kCpu) {
@@ -106,13 +106,15 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     options.tiled_k_blocks = k_blocks;
   }
   if (const char* text = std::getenv("CHANNEL_VULKAN_COOPMAT")) {
-    unsigned k_blocks = 0;
-    if (std::sscanf(text, "%u", &k_blocks) != 1) {
-      fail("CHANNEL_VULKAN_COOPMAT must be the blocks per step (e.g. 4), or 0 for no cooperative matrices, not '{}'",
+    unsigned k_blocks = 0, tile_rows = options.cooperative_tile_rows;
+    if (std::sscanf(text, "%u,%u", &k_blocks, &tile_rows) < 1) {
+      fail("CHANNEL_VULKAN_COOPMAT must be the blocks per step[,tile rows] (e.g. 4,64), or 0 for no cooperative "
+           "matrices, not '{}'",
            text);
     }
     options.cooperative_matrix = k_blocks != 0;
     if (k_blocks != 0) options.cooperative_k_blocks = k_blocks;
+    options.cooperative_tile_rows = tile_rows;
   }
   return options;
 }

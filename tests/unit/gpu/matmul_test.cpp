@@ -67,14 +67,15 @@ struct Variant {
   // per lane in flight, which leaves a part step wherever a row's blocks are not a multiple of 3
   // subgroups' worth (not 8, 2 and the default);
   // kTiled 8 rows per thread (128-row tiles) and 3 blocks per step, which leaves a part step
-  // wherever a row's blocks are not a multiple of 3 (not 4 rows and 2 blocks); kCooperative 1
-  // block per step (not 2, which leaves a part step at odd block counts).
+  // wherever a row's blocks are not a multiple of 3 (not 4 rows and 2 blocks); kCooperative 3
+  // blocks per step (not 4), which leaves a part step where a row's blocks are not a multiple of 3
+  // and, with 128-row tiles, threads with no block to stage.
   bool odd_shape;
   bool integer_dot;
   std::string name() const {
     const char* kernel_name = kernel == MatmulKernel::kMatvec ? (odd_shape ? "matvec3x1" : "matvec")
                               : kernel == MatmulKernel::kTiled ? (odd_shape ? "tiled8x3" : "tiled")
-                                                               : (odd_shape ? "coop1" : "coop");
+                                                               : (odd_shape ? "coop3" : "coop");
     return std::string(kernel_name) + (integer_dot ? "+dot" : "");
   }
   // Where the matrix starts in its buffer: not at the buffer's start, and only as aligned as the
@@ -108,7 +109,7 @@ MatmulKernels::Options options_of(const Variant& v) {
     options.matvec_q_blocks = 3;
     options.tiled_rows_per_thread = 8;
     options.tiled_k_blocks = 3;
-    options.cooperative_k_blocks = 1;
+    options.cooperative_k_blocks = 3;
   }
   return options;
 }

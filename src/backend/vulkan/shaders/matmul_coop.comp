@@ -4,9 +4,9 @@
 // results bit for bit. Per output, block after block, acc = fma(float(exact block sum), d_w * d_x,
 // acc): the CPU backend's block-sequential order.
 //
-// A workgroup of 4 subgroups (of 32) computes 64 rows x 64 tokens, each subgroup a 32 x 32
-// quarter as 2 x (32 / MMA_N) product tiles of 16 x MMA_N. Each step stages K_BLOCKS blocks of
-// the 64 weight rows (nibbles unpacked to int8) and of the 64 token rows in shared memory, while
+// A workgroup of 4 subgroups (of 32) computes BM rows x 64 tokens, each subgroup a BM / 2 x 32
+// quarter as BM / 32 x (32 / MMA_N) product tiles of 16 x MMA_N. Each step stages K_BLOCKS blocks
+// of the BM weight rows (nibbles unpacked to int8) and of the 64 token rows in shared memory, while
 // the next step's blocks are read from memory into registers. For each block, each product tile's
 // exact int32 sums are scaled into its f32 accumulator element by element, in registers: the
 // scales vary per row and per token, and VK_NV_cooperative_matrix (the only form Debian 12's
@@ -17,7 +17,8 @@
 // the int32 one, and a device where it differs gets NaN outputs, which the tests catch.
 //
 // Specialization constants: 0 K_BLOCKS, blocks per step; 1 MMA_N, the N of the device's
-// 16 x N x 32 int8 products (16 or 8; DeviceFeatures::int8_matrix_n).
+// 16 x N x 32 int8 products (16 or 8; DeviceFeatures::int8_matrix_n); 2 BM, rows per tile (64
+// or 128).
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_NV_integer_cooperative_matrix : require
@@ -32,10 +33,12 @@ layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint K_BLOCKS = 2;
 layout(constant_id = 1) const uint MMA_N = 16;
 
-const uint BM = 64;   // rows per tile
-const uint BN = 64;   // tokens per tile
-const uint SUB = 32;  // rows and tokens of a subgroup's quarter
+layout(constant_id = 2) const uint BM = 64;  // rows per tile
+const uint BN = 64;         // tokens per tile
+const uint SUB = 32;        // tokens of a subgroup's quarter
+const uint ROW_TILES = BM / 32u;  // 16-row product tiles down a quarter's BM / 2 rows
 const uint TILES_N = SUB / MMA_N;  // product tiles across a quarter's tokens
+const uint ELEMENTS = 16u * MMA_N / 32u;  // a lane's elements of a 16 x MMA_N tile (subgroups of 32; else NaN outputs)
 // Words per staged row: K_BLOCKS blocks of 8 words, padded by 4 so that rows start 16-byte
 // aligned (the matrix loads need it) and 4 banks apart.
 const uint STRIDE = K_BLOCKS * 8u + 4u;
@@ -47,25 +50,30 @@ shared float x_scale[K_BLOCKS * BN];  // [block][token]
 shared int index_table[16 * MMA_N];
 shared float index_table_f[16 * MMA_N];
 
-// Each thread stages K_BLOCKS of the step's (BM + BN) * K_BLOCKS blocks: slots id, id + 128, ...;
+// Each thread stages LOADS of the step's (BM + BN) * K_BLOCKS blocks: slots id, id + 128, ...;
 // slot s < BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the others
 // the activation blocks the same way.
 const uint W_SLOTS = BM * K_BLOCKS;
-bool loads_weights[K_BLOCKS], load_valid[K_BLOCKS];
-uint load_line[K_BLOCKS], load_block[K_BLOCKS];
-uint64_t load_quants[K_BLOCKS], load_scales[K_BLOCKS];
+const uint SLOTS = (BM + BN) * K_BLOCKS;
+const uint LOADS = (SLOTS + 127u) / 128u;
+bool load_used[LOADS], loads_weights[LOADS], load_valid[LOADS];
+uint load_line[LOADS], load_block[LOADS];
+uint64_t load_quants[LOADS], load_scales[LOADS];
 // The blocks of the next step, read ahead.
-uint fetched_q[K_BLOCKS][8];
-float fetched_d[K_BLOCKS];
+uint fetched_q[LOADS][8];
+float fetched_d[LOADS];
 
 void plan_loads(uint id, uint row0, uint tok0) {
-  for (uint l = 0; l < K_BLOCKS; ++l) {
+  for (uint l = 0; l < LOADS; ++l) {
     const uint slot = id + 128u * l;
+    load_used[l] = slot < SLOTS;
     loads_weights[l] = slot < W_SLOTS;
     const uint s = loads_weights[l] ? slot : slot - W_SLOTS;
     load_line[l] = s / K_BLOCKS;
     load_block[l] = s % K_BLOCKS;
     load_quants[l] = load_scales[l] = 0;
+    load_valid[l] = false;
+    if (!load_used[l]) continue;
     if (loads_weights[l]) {
       bool id_valid = false;
       const uint row = row0 + load_line[l] < p.n_out ? weight_row(row0 + load_line[l], id_valid) : 0u;
@@ -79,7 +87,7 @@ void plan_loads(uint id, uint row0, uint tok0) {
 }
 
 void fetch(uint b0, uint tok0, uint n_blocks) {
-  for (uint l = 0; l < K_BLOCKS; ++l) {
+  for (uint l = 0; l < LOADS; ++l) {
     const uint b = b0 + load_block[l];
     fetched_d[l] = 0.0;
     if (load_valid[l] && b < n_blocks) {
@@ -92,7 +100,8 @@ void fetch(uint b0, uint tok0, uint n_blocks) {
 }
 
 void stage() {
-  for (uint l = 0; l < K_BLOCKS; ++l) {
+  for (uint l = 0; l < LOADS; ++l) {
+    if (!load_used[l]) continue;
     const uint base = load_line[l] * STRIDE + load_block[l] * 8u;
     if (loads_weights[l]) {
       for (uint j = 0; j < 8; ++j) w_tile[base + j] = fetched_q[l][j];
@@ -108,7 +117,7 @@ void main() {
   const uint id = gl_LocalInvocationID.x;
   const uint row0 = gl_WorkGroupID.x * BM;
   const uint tok0 = gl_WorkGroupID.y * BN;
-  const uint sub_row = (gl_SubgroupID & 1u) * SUB;  // the quarter's first row and token in the tile
+  const uint sub_row = (gl_SubgroupID & 1u) * (BM / 2u);  // the quarter's first row and token in the tile
   const uint sub_tok = (gl_SubgroupID >> 1) * SUB;
 
   // Which element of a product tile each of this lane's components is.
@@ -121,11 +130,16 @@ void main() {
   coopMatLoadNV(element, index_table, 0, MMA_N, false);
   fcoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> element_f;
   coopMatLoadNV(element_f, index_table_f, 0, MMA_N, false);
-  bool same_mapping = element.length() == element_f.length();
-  for (int i = 0; i < element.length(); ++i) same_mapping = same_mapping && int(element_f[i]) == element[i];
+  bool same_mapping = element.length() == int(ELEMENTS) && element_f.length() == int(ELEMENTS);
+  uint element_row[ELEMENTS], element_column[ELEMENTS];
+  [[unroll]] for (uint i = 0; i < ELEMENTS; ++i) {
+    same_mapping = same_mapping && int(element_f[i]) == element[i];
+    element_row[i] = uint(element[i]) / MMA_N;
+    element_column[i] = uint(element[i]) % MMA_N;
+  }
 
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> acc[2][TILES_N];
-  [[unroll]] for (uint part = 0; part < 2; ++part)
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> acc[ROW_TILES][TILES_N];
+  [[unroll]] for (uint part = 0; part < ROW_TILES; ++part)
     [[unroll]] for (uint j = 0; j < TILES_N; ++j) acc[part][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N>(0.0);
   const icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> zero = icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N>(0);
 
@@ -138,35 +152,37 @@ void main() {
     barrier();
     if (b0 + K_BLOCKS < n_blocks) fetch(b0 + K_BLOCKS, tok0, n_blocks);  // in flight while this step multiplies
 
-    // The quarter's rows sub_row .. +31 (two 16-row halves) times tokens sub_tok .. +31 (TILES_N
+    // The quarter's rows sub_row .. + BM / 2 - 1 (ROW_TILES tiles of 16) times tokens sub_tok .. +31 (TILES_N
     // column tiles; the tokens' int8 rows are the columns of B), block by block.
     const uint step_blocks = min(K_BLOCKS, n_blocks - b0);
     for (uint kb = 0; kb < step_blocks; ++kb) {
-      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> w[2];
-      coopMatLoadNV(w[0], w_tile, sub_row * STRIDE + kb * 8u, STRIDE, false);
-      coopMatLoadNV(w[1], w_tile, (sub_row + 16u) * STRIDE + kb * 8u, STRIDE, false);
+      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> w[ROW_TILES];
+      [[unroll]] for (uint part = 0; part < ROW_TILES; ++part)
+        coopMatLoadNV(w[part], w_tile, (sub_row + part * 16u) * STRIDE + kb * 8u, STRIDE, false);
+      // The block's scales of this lane's rows and tokens, each read once.
+      float wd[ROW_TILES][ELEMENTS];
+      [[unroll]] for (uint part = 0; part < ROW_TILES; ++part)
+        [[unroll]] for (uint i = 0; i < ELEMENTS; ++i) wd[part][i] = w_scale[kb * BM + sub_row + part * 16u + element_row[i]];
       [[unroll]] for (uint j = 0; j < TILES_N; ++j) {
         icoopmatNV<8, gl_ScopeSubgroup, 32, MMA_N> x;
         coopMatLoadNV(x, x_tile, (sub_tok + j * MMA_N) * STRIDE + kb * 8u, STRIDE, true);
-        [[unroll]] for (uint part = 0; part < 2; ++part) {
+        float xd[ELEMENTS];
+        [[unroll]] for (uint i = 0; i < ELEMENTS; ++i) xd[i] = x_scale[kb * BN + sub_tok + j * MMA_N + element_column[i]];
+        [[unroll]] for (uint part = 0; part < ROW_TILES; ++part) {
           const icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> sums = coopMatMulAddNV(w[part], x, zero);
-          for (int i = 0; i < sums.length(); ++i) {
-            const uint e = uint(element[i]);
-            const float wd = w_scale[kb * BM + sub_row + part * 16u + e / MMA_N];
-            const float xd = x_scale[kb * BN + sub_tok + j * MMA_N + e % MMA_N];
-            acc[part][j][i] = fma(float(sums[i]), wd * xd, acc[part][j][i]);
+          [[unroll]] for (uint i = 0; i < ELEMENTS; ++i) {
+            acc[part][j][i] = fma(float(sums[i]), wd[part][i] * xd[i], acc[part][j][i]);
           }
         }
       }
     }
   }
 
-  [[unroll]] for (uint part = 0; part < 2; ++part) {
+  [[unroll]] for (uint part = 0; part < ROW_TILES; ++part) {
     [[unroll]] for (uint j = 0; j < TILES_N; ++j) {
-      for (int i = 0; i < acc[part][j].length(); ++i) {
-        const uint e = uint(element[i]);
-        const uint row = row0 + sub_row + part * 16u + e / MMA_N;
-        const uint t = tok0 + sub_tok + j * MMA_N + e % MMA_N;
+      [[unroll]] for (uint i = 0; i < ELEMENTS; ++i) {
+        const uint row = row0 + sub_row + part * 16u + element_row[i];
+        const uint t = tok0 + sub_tok + j * MMA_N + element_column[i];
         if (row >= p.n_out || t >= p.n_tokens) continue;
         bool valid = false;
         weight_row(row, valid);
