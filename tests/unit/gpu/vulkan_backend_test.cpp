@@ -71,7 +71,7 @@ struct Geometry {
   int n_embd, n_head, n_head_kv, n_head_kv_global, head_dim, head_dim_global, n_ff, window, period;
 };
 
-// Embedding widths that are and are not multiples of 256, head sizes 32 to 256 and 48 (Gemma 4: two of
+// Embedding widths that are and are not multiples of 256, head sizes 32 to 512 and 48 (Gemma 4: two of
 // them, global K = V), GQA ratios 1 to 4, windows shorter and longer than the prompts.
 const Geometry kGeometries[] = {
     {"gemma3_f32_gqa2", ModelArch::Gemma3, GgmlType::F32, 128, 4, 2, 2, 32, 32, 256, 8, 3},
@@ -81,6 +81,9 @@ const Geometry kGeometries[] = {
     {"gemma4_f16_two_dims", ModelArch::Gemma4, GgmlType::F16, 128, 4, 2, 1, 32, 64, 256, 8, 3},
     {"gemma4_q4_0_hd128", ModelArch::Gemma4, GgmlType::Q4_0, 320, 4, 1, 1, 64, 128, 352, 32, 2},
     {"gemma4_f32_gqa4", ModelArch::Gemma4, GgmlType::F32, 160, 8, 2, 2, 32, 96, 224, 100, 4},
+    // Gemma 4's real head sizes, 256 and 512 on global layers: more dims than the tiled attention's
+    // 256 invocations, and fewer tokens a workgroup where shared memory is short (lavapipe).
+    {"gemma4_q8_0_hd512", ModelArch::Gemma4, GgmlType::Q8_0, 256, 2, 1, 1, 256, 512, 256, 16, 2},
     // Heads of 48 values: Q8_0 blocks span two heads, so wo's input is quantized after attention.
     {"gemma3_q8_0_hd48", ModelArch::Gemma3, GgmlType::Q8_0, 128, 2, 1, 1, 48, 48, 192, 8, 2},
 };
