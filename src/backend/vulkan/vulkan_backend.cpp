@@ -121,7 +121,7 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
 
 // Tokens of one head per workgroup of the tiled (prefill) attention, which share their key and
 // value loads (attention.comp): 16 where its shared memory allows (queries of max_head_dim + 1
-// floats, a 64-cell tile of scores, the Q8_0 staging of one head), else 8.
+// floats, a 64-cell tile of scores, the Q8_0 staging of one head), else the most that fit.
 // CHANNEL_VULKAN_ATTENTION_TOKENS=N overrides it, for tuning on a new device.
 uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
   const auto shared_bytes = [&](uint32_t tokens) {
@@ -137,7 +137,9 @@ uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
     }
     return tokens;
   }
-  return shared_bytes(16) <= info.max_compute_shared_memory ? 16 : 8;
+  uint32_t tokens = 16;
+  while (tokens > 1 && shared_bytes(tokens) > info.max_compute_shared_memory) tokens /= 2;
+  return tokens;
 }
 
 // norm_quantize.comp's workgroup (one per row): at decode the only workgroup of its dispatch, so

@@ -11,7 +11,7 @@
 // 64-cell tiles with an online maximum, weights by ggml's exp polynomial, f32 accumulation. Each
 // token's chain of operations is that of one token alone, in the same order; the workgroup
 // shares between its tokens only the loads: a tile's keys are read by neighbouring invocations
-// (one key per 8 lanes), each value element once per invocation for all its tokens. One query
+// (one key per TOKENS lanes), each value element once per invocation for all its tokens. One query
 // head per workgroup was most of a prompt's time: every (token, head) read all its keys and
 // values on its own.
 //
@@ -106,8 +106,8 @@ void main() {
   for (int tile_index = first_tile; tile_index < end_tile; ++tile_index) {
     const int base = tile_index * int(kTileCells) - p.first_cell;  // listed index of the tile's first cell
     barrier();  // the previous tile's weights are read (and, at the first, the queries written)
-    // 1. Scores: pair e is cell e / TOKENS of token e % TOKENS, so that 8 neighbouring lanes read
-    // one key.
+    // 1. Scores: pair e is cell e / TOKENS of token e % TOKENS, so that TOKENS neighbouring lanes
+    // read one key.
     for (uint e = lane; e < TOKENS * kTileCells; e += size) {
       const uint c = e / TOKENS, tq = e % TOKENS;
       const int i = base + int(c);
@@ -139,6 +139,11 @@ void main() {
       if (tile_max != kMinusInfinity) running_max[lane] = m_new;
     }
     barrier();
+    // A tile that none of the block's tokens sees adds nothing (every token would skip it alone):
+    // its weights and values are not touched. (Uniform: every invocation reads the same flags.)
+    bool any_live = false;
+    for (uint tq = 0; tq < TOKENS; ++tq) any_live = any_live || tile_live[tq] != 0u;
+    if (!any_live) continue;
     // 3. The weights, each formed once; -1 marks a cell out of the list or masked (the running
     // sum counts it as 0, as ggml's weight of a masked cell).
     for (uint e = lane; e < TOKENS * kTileCells; e += size) {
@@ -166,16 +171,22 @@ void main() {
       for (uint c = 0; c < kTileCells; ++c) {
         const int i = base + int(c);
         if (i < 0 || i >= int(p.n_view)) continue;
+        // This invocation's tokens' weights of the cell; a cell none of them sees is not loaded.
+        float weights[TOKENS];
+        bool seen = false;
+        [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
+          const uint tq = token_group + j * n_groups;
+          weights[j] = tq < TOKENS ? tile[tq * kTileCells + c] : -1.0;
+          seen = seen || weights[j] >= 0.0;
+        }
+        if (!seen) continue;
         const uint64_t row = p.v_cache + uint64_t(kv_row_offset(tile_slots[c], kv_head)) * 2u;
         [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) {
           const uint d = first_dim + k * size;
           if (d >= dim) break;
           const float value = float(F16Ptr(row).v[d]);
           [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
-            const uint tq = token_group + j * n_groups;
-            if (tq >= TOKENS) break;
-            const float weight = tile[tq * kTileCells + c];
-            if (weight >= 0.0) out_values[k][j] = fma(value, weight, out_values[k][j]);
+            if (weights[j] >= 0.0) out_values[k][j] = fma(value, weights[j], out_values[k][j]);
           }
         }
       }
