@@ -40,19 +40,13 @@ layout(constant_id = 1) const uint TOKENS = 8;
 const uint kTileCells = 64;
 const uint kQueryStride = MAX_HEAD_DIM + 1u;  // a token's query row, padded off the next one's banks
 const uint kMaxDimsPerLane = (MAX_HEAD_DIM + 255u) / 256u;
+const uint kPairs = (TOKENS * kTileCells + 255u) / 256u;  // (token, cell) pairs an invocation scores per tile
 
 shared float query[TOKENS * kQueryStride];
 shared float tile[TOKENS * kTileCells];  // the tile's scores, then its weights (< 0: adds nothing)
 shared uint tile_slots[kTileCells];
 shared float running_max[TOKENS], running_sum[TOKENS], rescale[TOKENS];
 shared uint tile_live[TOKENS];  // 1: the token sees a key of the tile
-
-// simd_gemm's score: a fused multiply-add chain over the head dims from 0.
-float dot_fma_chain(uint row, F16Ptr key, uint n) {
-  float acc = 0.0;
-  for (uint i = 0; i < n; ++i) acc = fma(query[row + i], float(key.v[i]), acc);
-  return acc;
-}
 
 // ggml_v_expf (AVX-512 build), bit for bit (attention_detail.h expf_ggml; constants by their bits).
 float expf_ggml(float x) {
@@ -107,20 +101,41 @@ void main() {
     const int base = tile_index * int(kTileCells) - p.first_cell;  // listed index of the tile's first cell
     barrier();  // the previous tile's weights are read (and, at the first, the queries written)
     // 1. Scores: pair e is cell e / TOKENS of token e % TOKENS, so that TOKENS neighbouring lanes
-    // read one key.
-    for (uint e = lane; e < TOKENS * kTileCells; e += size) {
+    // read one key. An invocation's pairs (lane + k * 256) run their chains side by side, each in
+    // its own order; a masked pair runs on a stand-in row and its result is dropped.
+    float score[kPairs];
+    uint query_row[kPairs];
+    uint64_t key[kPairs];
+    bool visible[kPairs], any_visible = false;
+    [[unroll]] for (uint k = 0; k < kPairs; ++k) {
+      const uint e = lane + k * 256u;
+      score[k] = 0.0;
+      query_row[k] = 0u;
+      key[k] = p.k_cache;
+      visible[k] = false;
+      if (e >= TOKENS * kTileCells) continue;
       const uint c = e / TOKENS, tq = e % TOKENS;
       const int i = base + int(c);
-      float score = kMinusInfinity;
-      if (i >= 0 && i < int(p.n_view) && t0 + tq < p.n_tokens) {
-        const int position = I32Ptr(p.positions).v[t0 + tq];
-        uint slot;
-        if (visible_key(uint(i), position, min_visible_position(position), slot)) {
-          score = dot_fma_chain(tq * kQueryStride, F16Ptr(p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u), dim);
-        }
-        if (tq == 0u) tile_slots[c] = slot;
+      if (i < 0 || i >= int(p.n_view) || t0 + tq >= p.n_tokens) continue;
+      const int position = I32Ptr(p.positions).v[t0 + tq];
+      uint slot;
+      visible[k] = visible_key(uint(i), position, min_visible_position(position), slot);
+      if (visible[k]) {
+        query_row[k] = tq * kQueryStride;
+        key[k] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
       }
-      tile[tq * kTileCells + c] = score;
+      if (tq == 0u) tile_slots[c] = slot;
+      any_visible = any_visible || visible[k];
+    }
+    if (any_visible) {
+      // simd_gemm's score: a fused multiply-add chain over the head dims from 0.
+      for (uint d = 0; d < dim; ++d) {
+        [[unroll]] for (uint k = 0; k < kPairs; ++k) score[k] = fma(query[query_row[k] + d], float(F16Ptr(key[k]).v[d]), score[k]);
+      }
+    }
+    [[unroll]] for (uint k = 0; k < kPairs; ++k) {
+      const uint e = lane + k * 256u;
+      if (e < TOKENS * kTileCells) tile[(e % TOKENS) * kTileCells + e / TOKENS] = visible[k] ? score[k] : kMinusInfinity;
     }
     barrier();
     // 2. Each token's maximum.
