@@ -72,8 +72,9 @@ void run(benchmark::State& state, int64_t n_tokens, int64_t n_keys) {
   ThreadPool pool(static_cast<int>(state.range(0)));
   Layer layer(n_tokens, n_keys);
   layer.problem.kv_split_threads = pool.size();  // as the CPU backend
+  AttentionScratch scratch;
   for (auto _ : state) {
-    attend(layer.problem, pool);
+    attend(layer.problem, pool, scratch);
     benchmark::DoNotOptimize(layer.out.data());
     benchmark::ClobberMemory();
   }

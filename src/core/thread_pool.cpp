@@ -26,7 +26,7 @@ inline void relax() {
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -60,7 +60,7 @@ void ThreadPool::run(int64_t n, int64_t grain, Job fn) {
   const int64_t n_grains = (n + grain - 1) / grain;
   const int64_t threads = std::min<int64_t>(size(), n_grains);
   if (threads <= 1) {
-    fn(0, n);
+    fn(0, n, 0);
     return;
   }
   const int64_t max_chunks = threads * kChunksPerThread;
@@ -72,19 +72,19 @@ void ThreadPool::run(int64_t n, int64_t grain, Job fn) {
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   wake(work_ready_);
-  take_chunks();  // the caller works too
+  take_chunks(0);  // the caller works too
   wait_until(work_done_, [this] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
-void ThreadPool::take_chunks() {
+void ThreadPool::take_chunks(int thread) {
   for (int64_t chunk = next_chunk_.fetch_add(1, std::memory_order_relaxed); chunk < job_chunks_;
        chunk = next_chunk_.fetch_add(1, std::memory_order_relaxed)) {
     const int64_t begin = chunk * job_chunk_;
-    job_(begin, std::min(job_n_, begin + job_chunk_));
+    job_(begin, std::min(job_n_, begin + job_chunk_), thread);
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int thread) {
   uint64_t seen_generation = 0;
   while (true) {
     wait_until(work_ready_, [&] {
@@ -93,7 +93,7 @@ void ThreadPool::worker_loop() {
     });
     if (stopping_.load(std::memory_order_acquire)) return;
     seen_generation = generation_.load(std::memory_order_acquire);
-    take_chunks();
+    take_chunks(thread);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) wake(work_done_);
   }
 }

@@ -38,21 +38,31 @@ class ThreadPool {
   // decode step calls this hundreds of times).
   template <class Fn>
   void parallel_for(int64_t n, const Fn& fn, int64_t grain = 1) {
-    const auto call = [](const void* f, int64_t begin, int64_t end) { (*static_cast<const Fn*>(f))(begin, end); };
+    const auto call = [](const void* f, int64_t begin, int64_t end, int) { (*static_cast<const Fn*>(f))(begin, end); };
+    run(n, grain, Job{call, &fn});
+  }
+
+  // parallel_for whose fn(begin, end, thread) also learns which thread runs the chunk, in
+  // [0, size()): the caller is 0. For per-thread working memory that the caller owns.
+  template <class Fn>
+  void parallel_for_threads(int64_t n, const Fn& fn, int64_t grain = 1) {
+    const auto call = [](const void* f, int64_t begin, int64_t end, int thread) {
+      (*static_cast<const Fn*>(f))(begin, end, thread);
+    };
     run(n, grain, Job{call, &fn});
   }
 
  private:
   // A caller's fn, by address, and how to call it.
   struct Job {
-    void (*call)(const void* fn, int64_t begin, int64_t end) = nullptr;
+    void (*call)(const void* fn, int64_t begin, int64_t end, int thread) = nullptr;
     const void* fn = nullptr;
-    void operator()(int64_t begin, int64_t end) const { call(fn, begin, end); }
+    void operator()(int64_t begin, int64_t end, int thread) const { call(fn, begin, end, thread); }
   };
   void run(int64_t n, int64_t grain, Job job);
-  // Runs chunks of the current job until none is left.
-  void take_chunks();
-  void worker_loop();
+  // Runs chunks of the current job until none is left, as thread `thread` (0: the caller).
+  void take_chunks(int thread);
+  void worker_loop(int thread);
   // Waits until `ready()`: spinning first, then asleep on `wake` (whose notifier changes what
   // ready() reads before it takes mutex_, so no wake-up is lost).
   template <class Ready>

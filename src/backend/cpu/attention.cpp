@@ -40,23 +40,6 @@
 #define CHANNEL_ATTENTION_ITEMS_DEFINED
 namespace channel::cpu::attention_detail {
 
-// A one-row work item: query token t, KV head g, listed cells [begin, end); partials[i] receives
-// query head g * group + i.
-struct OneRowItem {
-  int64_t t = 0;
-  int g = 0;
-  int64_t begin = 0, end = 0;
-  OneRowPartial* partials = nullptr;
-  bool finish = false;  // write partials[i].vkq / s in place (no split)
-};
-
-// A tiled work item: KV head g, query rows [row_begin, row_end) of that KV head, row r being
-// token r / group and query head g * group + r % group.
-struct TiledItem {
-  int g = 0;
-  int64_t row_begin = 0, row_end = 0;
-};
-
 // Grow-only scratch memory of one thread (no allocation once warm).
 class Scratch {
  public:
@@ -73,6 +56,25 @@ class Scratch {
  private:
   hwy::AlignedFreeUniquePtr<uint8_t[]> data_;
   size_t bytes_ = 0;
+};
+
+// A one-row work item: query token t, KV head g, listed cells [begin, end); partials[i] receives
+// query head g * group + i. `scratch` is the running thread's.
+struct OneRowItem {
+  int64_t t = 0;
+  int g = 0;
+  int64_t begin = 0, end = 0;
+  OneRowPartial* partials = nullptr;
+  bool finish = false;  // write partials[i].vkq / s in place (no split)
+  Scratch* scratch = nullptr;
+};
+
+// A tiled work item: KV head g, query rows [row_begin, row_end) of that KV head, row r being
+// token r / group and query head g * group + r % group. `scratch` is the running thread's.
+struct TiledItem {
+  int g = 0;
+  int64_t row_begin = 0, row_end = 0;
+  Scratch* scratch = nullptr;
 };
 
 }  // namespace channel::cpu::attention_detail
@@ -298,8 +300,7 @@ void RunOneRow(const AttentionProblem& p, const OneRowItem& item) {
   const DF df;
   const int group = p.n_head / p.n_head_kv;
   const int dim = p.head_dim;
-  thread_local Scratch scratch;
-  float* transposed = scratch.get<float>(64 * kOneRowBlock + static_cast<size_t>(group) * dim + 3 * group * kOneRowBlock);
+  float* transposed = item.scratch->get<float>(64 * kOneRowBlock + static_cast<size_t>(group) * dim + 3 * group * kOneRowBlock);
   float* q16 = transposed + 64 * kOneRowBlock;
   float* scores = q16 + group * dim;
   float* rescale = scores + group * kOneRowBlock;
@@ -474,9 +475,8 @@ void RunTiled(const AttentionProblem& p, const TiledItem& item) {
   const size_t rows = static_cast<size_t>(item.row_end - item.row_begin);  // <= kTileRows
   const size_t kv_offset = static_cast<size_t>(item.g) * dim;
 
-  thread_local Scratch scratch;
   const size_t tile_floats = kTileRows * dim;
-  float* base = scratch.get<float>(2 * tile_floats + 2 * kKvTileCells * dim + kKvTileCells * kTileRows + 5 * kTileRows);
+  float* base = item.scratch->get<float>(2 * tile_floats + 2 * kKvTileCells * dim + kKvTileCells * kTileRows + 5 * kTileRows);
   TiledScratch ts;
   ts.qt = base;
   ts.vkq = ts.qt + tile_floats;
@@ -636,8 +636,19 @@ void check(const AttentionProblem& p) {
 
 }  // namespace
 
-void attend(const AttentionProblem& p, ThreadPool& pool) {
+struct AttentionScratch::State {
+  std::vector<Scratch> threads;  // one per pool thread
+  std::vector<OneRowPartial> partials;
+  std::vector<float> accumulators;  // split-KV: each partial's head_dim values
+};
+
+AttentionScratch::AttentionScratch() : state_(std::make_unique<State>()) {}
+AttentionScratch::~AttentionScratch() = default;
+
+void attend(const AttentionProblem& p, ThreadPool& pool, AttentionScratch& scratch) {
   check(p);
+  AttentionScratch::State& state = *scratch.state_;
+  if (state.threads.size() < static_cast<size_t>(pool.size())) state.threads.resize(static_cast<size_t>(pool.size()));
   if (p.n_tokens == 0) return;
   const Geometry geo(p);
   const int dim = p.head_dim;
@@ -648,10 +659,11 @@ void attend(const AttentionProblem& p, ThreadPool& pool) {
     const int64_t rows = p.n_tokens * geo.group;  // per KV head
     const int64_t tile_rows = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(TiledRowsPerItem)());
     const int64_t n_items = (rows + tile_rows - 1) / tile_rows * n_kv_heads;
-    pool.parallel_for(n_items, [&](int64_t begin, int64_t end) {
+    pool.parallel_for_threads(n_items, [&](int64_t begin, int64_t end, int thread) {
       for (int64_t k = begin; k < end; ++k) {
         const int64_t x = interleaved(k, n_items);
         TiledItem item;
+        item.scratch = &state.threads[static_cast<size_t>(thread)];
         item.g = static_cast<int>(x % n_kv_heads);
         item.row_begin = x / n_kv_heads * tile_rows;
         item.row_end = std::min(rows, item.row_begin + tile_rows);
@@ -664,9 +676,8 @@ void attend(const AttentionProblem& p, ThreadPool& pool) {
   // One-row (split into chunks of cells or not): partials [token][chunk][query head].
   const bool split = scheme == AttentionScheme::kSplitKv;
   const int64_t n_chunks = split ? geo.n_chunks : 1;
-  // (Thread-local to the calling thread: the workers reach them through `partials`.)
-  thread_local std::vector<OneRowPartial> partial_storage;
-  thread_local std::vector<float> accumulators;
+  std::vector<OneRowPartial>& partial_storage = state.partials;
+  std::vector<float>& accumulators = state.accumulators;
   partial_storage.resize(static_cast<size_t>(p.n_tokens * n_chunks * p.n_head));
   if (split && accumulators.size() < partial_storage.size() * dim) accumulators.resize(partial_storage.size() * dim);
   OneRowPartial* const partials = partial_storage.data();
@@ -679,10 +690,11 @@ void attend(const AttentionProblem& p, ThreadPool& pool) {
     }
   }
   const int64_t n_items = p.n_tokens * n_chunks * n_kv_heads;
-  pool.parallel_for(n_items, [&](int64_t begin, int64_t end) {
+  pool.parallel_for_threads(n_items, [&](int64_t begin, int64_t end, int thread) {
     for (int64_t k = begin; k < end; ++k) {
       const int64_t x = interleaved(k, n_items);
       OneRowItem item;
+      item.scratch = &state.threads[static_cast<size_t>(thread)];
       item.g = static_cast<int>(x % n_kv_heads);
       const int64_t c = x / n_kv_heads % n_chunks;
       item.t = x / n_kv_heads / n_chunks;

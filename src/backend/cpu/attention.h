@@ -37,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 namespace channel {
@@ -88,8 +89,24 @@ AttentionScheme attention_scheme(const AttentionProblem& p);
 // llama.cpp's KV view size in cells: the listed cells rounded up to kKvCellPadding, at least that.
 int64_t padded_kv_cells(const AttentionProblem& p);
 
+// attend()'s working memory, kept by its caller between calls so that attention allocates
+// nothing once warm (a decode step attends once per layer): a grow-only buffer per pool thread
+// and the split-KV partial results. One per caller: two attend() calls may not share one at once.
+class AttentionScratch {
+ public:
+  AttentionScratch();
+  ~AttentionScratch();
+  AttentionScratch(const AttentionScratch&) = delete;
+  AttentionScratch& operator=(const AttentionScratch&) = delete;
+
+ private:
+  friend void attend(const AttentionProblem& p, ThreadPool& pool, AttentionScratch& scratch);
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // SIMD kernels (Highway, dispatched at run time), work split over `pool`.
-void attend(const AttentionProblem& p, ThreadPool& pool);
+void attend(const AttentionProblem& p, ThreadPool& pool, AttentionScratch& scratch);
 
 // Scalar implementation of the same arithmetic, one query head at a time; bit-identical to
 // attend() (tests compare them).

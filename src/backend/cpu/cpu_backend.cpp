@@ -257,7 +257,7 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   // On a fresh stream a key's llama.cpp KV cell is its position (see attention.h).
   problem.first_cell = listed.empty() ? 0 : std::max(0, slot_position_[listed.front()]);
   problem.kv_split_threads = pool_.size();
-  attend(problem, pool_);
+  attend(problem, pool_, attention_scratch_);
 
   resize(proj_, n_tokens * n_embd);
   matmul(m.wo, attn_.data(), n_tokens, proj_.data(), pool_, &activation_buffers_);

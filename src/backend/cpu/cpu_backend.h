@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/activations.h"
+#include "backend/cpu/attention.h"
 #include "backend/cpu/kernel_weights.h"
 #include "backend/cpu/moe.h"
 #include "core/thread_pool.h"
@@ -71,6 +72,7 @@ class CpuBackend final : public Backend {
   // Attention inputs rebuilt per layer: the view as one list, each token's visible positions.
   std::vector<uint32_t> view_list_;
   std::vector<int32_t> min_position_, max_position_;
+  AttentionScratch attention_scratch_;
   // The matrix products' converted activations, reused from one product to the next.
   ActivationBuffers activation_buffers_;
   // Activations for the current batch, [n_tokens][width].

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -76,6 +77,43 @@ TEST(ThreadPool, AHeldThreadLeavesTheOtherChunksToTheOthers) {
     EXPECT_TRUE(others_finished) << threads << " threads";
     EXPECT_GT(calls.load(), threads) << "more chunks than threads";
     EXPECT_LE(calls.load(), threads * 8) << "a few chunks per thread, not one per index";
+  }
+}
+
+// parallel_for_threads names the running thread: each index in [0, size()) is one OS thread (the
+// caller is 0), so per-thread working memory indexed by it is never shared; chunks run on more
+// than one thread when some chunk waits for the others.
+TEST(ThreadPool, ThreadIndicesAreDistinctThreadsAndTheCallerIsZero) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    constexpr int64_t n = 256;
+    std::vector<std::thread::id> owner(static_cast<size_t>(threads));
+    std::vector<std::atomic<int>> hits(n);
+    std::atomic<int> distinct{0};
+    std::mutex mutex;
+    const std::thread::id caller = std::this_thread::get_id();
+    pool.parallel_for_threads(n, [&](int64_t begin, int64_t end, int thread) {
+      ASSERT_GE(thread, 0);
+      ASSERT_LT(thread, threads);
+      {
+        std::lock_guard lock(mutex);
+        if (owner[thread] == std::thread::id()) {
+          owner[thread] = std::this_thread::get_id();
+          ++distinct;
+        }
+        EXPECT_EQ(owner[thread], std::this_thread::get_id()) << "index " << thread << " on two threads";
+      }
+      if (thread == 0) {
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+      }
+      // Hold the first chunks a little, so that the other threads take some.
+      if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      for (int64_t i = begin; i < end; ++i) hits[i]++;
+    });
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1);
+    if (threads > 1) {
+      EXPECT_GT(distinct.load(), 1) << threads << " threads";
+    }
   }
 }
 

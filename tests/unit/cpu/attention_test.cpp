@@ -101,8 +101,9 @@ std::vector<float> run_reference(Case& c) {
 
 std::vector<float> run_simd(Case& c, int threads) {
   ThreadPool pool(threads);
+  AttentionScratch scratch;
   std::fill(c.out.begin(), c.out.end(), std::nanf(""));
-  attend(c.problem(), pool);
+  attend(c.problem(), pool, scratch);
   return c.out;
 }
 
@@ -289,9 +290,10 @@ TEST(AttentionEdges, OneVisibleKeyGivesItsValue) {
               .n_listed = scheme == AttentionScheme::kSplitKv ? 300 : 64, .window = 1, .scheme = scheme};
       Case c(s, 61);
       ThreadPool pool(2);
+      AttentionScratch scratch;
       for (bool simd : {false, true}) {
         if (simd) {
-          attend(c.problem(), pool);
+          attend(c.problem(), pool, scratch);
         } else {
           attend_reference(c.problem());
         }
@@ -318,7 +320,8 @@ TEST(AttentionEdges, NoVisibleKeysGiveZeros) {
       // Queries before every key: nothing visible.
       for (auto& m : c.max_position) m = -1;
       ThreadPool pool(2);
-      attend(c.problem(), pool);
+      AttentionScratch scratch;
+      attend(c.problem(), pool, scratch);
       for (float x : c.out) ASSERT_EQ(x, 0.0f);
       std::fill(c.out.begin(), c.out.end(), 1.0f);
       attend_reference(c.problem());
@@ -343,7 +346,8 @@ TEST(AttentionEdges, DominantKeyTakesAllTheWeight) {
     }
     ASSERT_GT(score, 150.0);
     ThreadPool pool(2);
-    attend(c.problem(), pool);
+    AttentionScratch scratch;
+    attend(c.problem(), pool, scratch);
     const uint16_t* value = c.v.data() + c.slots[10] * 64;
     for (int d = 0; d < 64; ++d) EXPECT_EQ(c.out[d], f16_to_f32(value[d])) << d;
   }
