@@ -324,7 +324,8 @@ void CpuBackend::route_to_experts(int il, int64_t n_tokens) {
   }
   resize(router_logits_, n_tokens * config.n_expert);
   router_logits(w.router, normed_.data(), n_tokens, router_logits_.data(), pool_);
-  route_tokens(router_logits_.data(), n_tokens, config.n_expert, config.n_expert_used, routing_);
+  route_tokens(router_logits_.data(), n_tokens, config.n_expert, config.n_expert_used, routing_,
+               expert_scratch_.routing);
 }
 
 // x += RMSNorm(proj(gelu(gate(x)) * this layer's per-layer input)), as llama.cpp's gemma4 graph.

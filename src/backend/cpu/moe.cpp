@@ -159,14 +159,15 @@ void router_logits(const WeightMatrix& router, const float* x, int64_t n_tokens,
   });
 }
 
-void route_tokens(const float* logits, int64_t n_tokens, int n_expert, int n_used, Routing& out) {
+void route_tokens(const float* logits, int64_t n_tokens, int n_expert, int n_used, Routing& out,
+                  RoutingScratch& scratch) {
   // ggml clamps the sum of the chosen probabilities to the smallest normal f16 before dividing.
   constexpr float kMinWeightSum = 6.103515625e-5f;
   out.n_used = n_used;
   out.experts.resize(static_cast<size_t>(n_tokens * n_used));
   out.weights.resize(static_cast<size_t>(n_tokens * n_used));
-  std::vector<float>& probs = out.probabilities;
-  std::vector<int32_t>& order = out.order;
+  std::vector<float>& probs = scratch.probabilities;
+  std::vector<int32_t>& order = scratch.order;
   probs.resize(static_cast<size_t>(n_expert));
   order.resize(static_cast<size_t>(n_expert));
   for (int64_t t = 0; t < n_tokens; ++t) {

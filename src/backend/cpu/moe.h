@@ -20,8 +20,11 @@ struct Routing {
   int n_used = 0;                // experts per token
   std::vector<int32_t> experts;  // [n_tokens][n_used], the most probable first
   std::vector<float> weights;    // [n_tokens][n_used], their probabilities renormalised to sum 1
-  // route_tokens' working storage (one token's probabilities and expert order), kept so that
-  // routing allocates nothing once the vectors have their size.
+};
+
+// route_tokens' working storage (one token's probabilities and expert order), kept by the caller
+// so that routing allocates nothing once the vectors have their size.
+struct RoutingScratch {
   std::vector<float> probabilities;
   std::vector<int32_t> order;
 };
@@ -37,7 +40,8 @@ void router_logits(const WeightMatrix& router, const float* x, int64_t n_tokens,
 // Routes n_tokens tokens from their router logits ([n_tokens][n_expert]) to their n_used most
 // probable experts. Of experts with equal probabilities the lower index is taken first (ggml
 // sorts with std::sort, which leaves the order of ties unspecified).
-void route_tokens(const float* logits, int64_t n_tokens, int n_expert, int n_used, Routing& out);
+void route_tokens(const float* logits, int64_t n_tokens, int n_expert, int n_used, Routing& out,
+                  RoutingScratch& scratch);
 
 // Buffers of run_experts, kept between calls so that a forward pass allocates nothing new.
 struct ExpertScratch {
@@ -50,6 +54,7 @@ struct ExpertScratch {
   std::vector<float> down;          // grouped rows of the experts' outputs, n_embd values
   std::vector<MatmulProduct> products;  // one matmul_batch's products
   MatmulBatchScratch batch;
+  RoutingScratch routing;
 };
 
 // out[t] = sum over token t's experts e (in its routing order) of

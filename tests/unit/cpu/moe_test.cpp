@@ -23,7 +23,8 @@ TEST(MoeRouting, SoftmaxTopKAndRenormalisation) {
   std::vector<float> logits = log_of({1, 2, 4, 3});
   for (float v : log_of({4, 2, 1, 1})) logits.push_back(v);
   Routing routing;
-  route_tokens(logits.data(), 2, 4, 2, routing);
+  RoutingScratch scratch;
+  route_tokens(logits.data(), 2, 4, 2, routing, scratch);
   EXPECT_EQ(routing.n_used, 2);
   EXPECT_EQ(routing.experts, (std::vector<int32_t>{2, 3, 0, 1}));
   const std::vector<float> expected = {4.0f / 7, 3.0f / 7, 2.0f / 3, 1.0f / 3};
@@ -36,7 +37,8 @@ TEST(MoeRouting, ManyExpertsTiesAndAllExperts) {
   std::vector<float> p(20);
   for (int i = 0; i < 20; ++i) p[i] = static_cast<float>(i + 1);
   Routing routing;
-  route_tokens(log_of(p).data(), 1, 20, 3, routing);
+  RoutingScratch scratch;
+  route_tokens(log_of(p).data(), 1, 20, 3, routing, scratch);
   EXPECT_EQ(routing.experts, (std::vector<int32_t>{19, 18, 17}));
   EXPECT_NEAR(routing.weights[0], 20.0 / 57, 1e-6);
   EXPECT_NEAR(routing.weights[1], 19.0 / 57, 1e-6);
@@ -44,12 +46,12 @@ TEST(MoeRouting, ManyExpertsTiesAndAllExperts) {
 
   // Equal probabilities: the lower index first.
   const std::vector<float> tied = {0.0f, 1.0f, 1.0f, 1.0f};
-  route_tokens(tied.data(), 1, 4, 2, routing);
+  route_tokens(tied.data(), 1, 4, 2, routing, scratch);
   EXPECT_EQ(routing.experts, (std::vector<int32_t>{1, 2}));
   EXPECT_FLOAT_EQ(routing.weights[0], 0.5f);
 
   // All experts used: the weights are the softmax itself.
-  route_tokens(log_of({1, 3}).data(), 1, 2, 2, routing);
+  route_tokens(log_of({1, 3}).data(), 1, 2, 2, routing, scratch);
   EXPECT_EQ(routing.experts, (std::vector<int32_t>{1, 0}));
   EXPECT_NEAR(routing.weights[0], 0.75, 1e-6);
   EXPECT_NEAR(routing.weights[1], 0.25, 1e-6);

@@ -239,7 +239,7 @@ Logits run_at(Backend& backend, const std::vector<int32_t>& tokens, const std::v
   attention.global_slots.runs[0] = view;
   attention.sliding_slots.runs[0] = view;
   Logits logits;
-  backend.forward(Batch{tokens, positions, slots}, attention, LogitsWanted::Last, {}, logits);
+  backend.forward(Batch{tokens, positions, slots, {}}, attention, LogitsWanted::Last, {}, logits);
   return logits;
 }
 
