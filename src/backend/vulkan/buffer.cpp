@@ -59,8 +59,11 @@ Buffer::Buffer(Device& device, uint64_t bytes, MemoryUse use, HostMapping mappin
   const VolkDeviceTable& fn = device.fn();
   VkBufferCreateInfo create{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   create.size = bytes;
+  // Indirect: recorded dispatches whose workgroup counts change between replays read them from
+  // a buffer (CommandSequence::dispatch_indirect).
   create.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                 VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
   create.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(fn.vkCreateBuffer(device.handle(), &create, nullptr, &buffer_), "vkCreateBuffer");
 

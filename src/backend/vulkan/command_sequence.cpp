@@ -72,19 +72,19 @@ void CommandSequence::begin() {
                  VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
 }
 
-void CommandSequence::dispatch(const ComputePipeline& pipeline, std::span<const std::byte> push, uint32_t groups_x,
-                               uint32_t groups_y, uint32_t groups_z) {
-  require_recording("dispatch");
+WorkgroupGrid fold_workgroups(const DeviceInfo& info, uint64_t n_groups) {
+  const uint64_t max_x = info.max_workgroup_count[0];
+  if (n_groups <= max_x) return {static_cast<uint32_t>(n_groups), 1};
+  const uint64_t y = (n_groups + max_x - 1) / max_x;
+  const uint64_t x = (n_groups + y - 1) / y;
+  if (y > info.max_workgroup_count[1]) fail("Vulkan: {} workgroups are more than the device can dispatch", n_groups);
+  return {static_cast<uint32_t>(x), static_cast<uint32_t>(y)};
+}
+
+void CommandSequence::bind(const ComputePipeline& pipeline, std::span<const std::byte> push) {
   if (push.size() > kMaxPushConstantBytes || push.size() % 4 != 0) {
     fail("Vulkan: {} bytes of push constants for {} (at most {}, a multiple of 4)", push.size(), pipeline.name(),
          kMaxPushConstantBytes);
-  }
-  if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;
-  const DeviceInfo& info = device_.info();
-  if (groups_x > info.max_workgroup_count[0] || groups_y > info.max_workgroup_count[1] ||
-      groups_z > info.max_workgroup_count[2]) {
-    fail("Vulkan: dispatch of {} x {} x {} workgroups for {} exceeds the device's maxComputeWorkGroupCount", groups_x,
-         groups_y, groups_z, pipeline.name());
   }
   const VolkDeviceTable& fn = device_.fn();
   if (bound_ != pipeline.handle()) {
@@ -95,17 +95,33 @@ void CommandSequence::dispatch(const ComputePipeline& pipeline, std::span<const 
     fn.vkCmdPushConstants(commands_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                           static_cast<uint32_t>(push.size()), push.data());
   }
-  fn.vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
+}
+
+void CommandSequence::dispatch(const ComputePipeline& pipeline, std::span<const std::byte> push, uint32_t groups_x,
+                               uint32_t groups_y, uint32_t groups_z) {
+  require_recording("dispatch");
+  if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;
+  const DeviceInfo& info = device_.info();
+  if (groups_x > info.max_workgroup_count[0] || groups_y > info.max_workgroup_count[1] ||
+      groups_z > info.max_workgroup_count[2]) {
+    fail("Vulkan: dispatch of {} x {} x {} workgroups for {} exceeds the device's maxComputeWorkGroupCount", groups_x,
+         groups_y, groups_z, pipeline.name());
+  }
+  bind(pipeline, push);
+  device_.fn().vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
   ++dispatches_;
 }
 
-CommandSequence::GroupGrid CommandSequence::fold(uint64_t n_groups) const {
-  const uint64_t max_x = device_.info().max_workgroup_count[0];
-  if (n_groups <= max_x) return {static_cast<uint32_t>(n_groups), 1};
-  const uint64_t y = (n_groups + max_x - 1) / max_x;
-  const uint64_t x = (n_groups + y - 1) / y;
-  if (y > device_.info().max_workgroup_count[1]) fail("Vulkan: {} workgroups are more than the device can dispatch", n_groups);
-  return {static_cast<uint32_t>(x), static_cast<uint32_t>(y)};
+void CommandSequence::dispatch_indirect(const ComputePipeline& pipeline, std::span<const std::byte> push,
+                                        const Buffer& args, uint64_t offset) {
+  require_recording("dispatch_indirect");
+  if (offset % 4 != 0 || offset + sizeof(VkDispatchIndirectCommand) > args.size()) {
+    fail("Vulkan: indirect workgroup counts for {} at byte {} of a {}-byte buffer", pipeline.name(), offset,
+         args.size());
+  }
+  bind(pipeline, push);
+  device_.fn().vkCmdDispatchIndirect(commands_, args.handle(), offset);
+  ++dispatches_;
 }
 
 void CommandSequence::barrier() {

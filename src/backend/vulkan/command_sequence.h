@@ -28,6 +28,13 @@
 
 namespace channel::vulkan {
 
+// n_groups workgroups as a grid of x * y (y > 1 only where n_groups exceeds the device's
+// maxComputeWorkGroupCount[0]): x * y >= n_groups, and shaders number them flat_workgroup_index().
+struct WorkgroupGrid {
+  uint32_t x, y;
+};
+WorkgroupGrid fold_workgroups(const DeviceInfo& info, uint64_t n_groups);
+
 class CommandSequence {
  public:
   explicit CommandSequence(Device& device);
@@ -51,9 +58,19 @@ class CommandSequence {
   // >= n_groups (the fold rounds up).
   template <class Push>
   void dispatch_groups(const ComputePipeline& pipeline, const Push& push, uint64_t n_groups) {
-    const GroupGrid grid = fold(n_groups);
+    const WorkgroupGrid grid = fold_workgroups(device_.info(), n_groups);
     dispatch(pipeline, push, grid.x, grid.y);
   }
+  // A dispatch whose workgroup counts are read, when it runs, from `args` at `offset` (a
+  // VkDispatchIndirectCommand, 4-byte aligned): counts that change between replays, written by
+  // the host while the sequence is not pending (fold_workgroups folds wide ones as
+  // dispatch_groups does). Zero workgroups are allowed and dispatch nothing.
+  template <class Push>
+  void dispatch_indirect(const ComputePipeline& pipeline, const Push& push, const Buffer& args, uint64_t offset) {
+    dispatch_indirect(pipeline, std::as_bytes(std::span(&push, 1)), args, offset);
+  }
+  void dispatch_indirect(const ComputePipeline& pipeline, std::span<const std::byte> push, const Buffer& args,
+                         uint64_t offset);
   // Writes before it (shaders, copies, fills) are visible to reads and writes after it.
   void barrier();
   // Fills `bytes` (a multiple of 4) at `offset` with the 32-bit pattern `word` (e.g. NaN poison).
@@ -88,11 +105,8 @@ class CommandSequence {
 
  private:
   enum class State { kEmpty, kRecording, kRecorded };
-  struct GroupGrid {
-    uint32_t x, y;
-  };
-  GroupGrid fold(uint64_t n_groups) const;
   void require_recording(const char* what) const;
+  void bind(const ComputePipeline& pipeline, std::span<const std::byte> push);
 
   Device& device_;
   VkCommandPool pool_ = VK_NULL_HANDLE;

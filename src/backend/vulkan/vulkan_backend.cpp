@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cctype>
+#include <cstddef>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <string_view>
 
@@ -30,6 +32,9 @@ constexpr uint32_t kMaxStep = 512;
 constexpr uint32_t kMaxLogitRows = 64;
 // Candidate ids a probe may ask for in one pass.
 constexpr uint32_t kMaxCandidates = 4096;
+// Recorded passes kept for replay, the least recently used re-recorded first: decode, a probe,
+// and the two shapes of a long prefill (full steps and the rest) stay recorded together.
+constexpr size_t kMaxRecordedPasses = 8;
 
 constexpr uint32_t kNormWorkgroup = 256;
 constexpr uint32_t kElementWorkgroup = 256;
@@ -54,15 +59,20 @@ struct AttentionScheme {
   uint32_t n_chunks = 1, chunk_cells = 0;
 };
 
+// Whether a step's attention is tiled (attention.comp) and whether it may be split-KV: decided by
+// the step's shape alone, so that a recorded pass holds the right kernels for any view.
+bool tiled_attention(uint32_t n_tokens, int head_dim) { return n_tokens >= 64 && head_dim % 16 == 0; }
+bool may_split_attention(uint32_t n_tokens) { return n_tokens == 1; }
+
 AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_view, int32_t first_cell) {
-  constexpr int64_t kTiledMinQueries = 64, kSplitKvMinCells = 512, kCellPadding = 256;
+  constexpr int64_t kSplitKvMinCells = 512, kCellPadding = 256;
   AttentionScheme a;
   a.first_cell = first_cell;
   const int64_t used = int64_t{first_cell} + n_view;
   const int64_t padded = std::max(kCellPadding, (used + kCellPadding - 1) / kCellPadding * kCellPadding);
-  if (n_tokens >= kTiledMinQueries && head_dim % 16 == 0) {
+  if (tiled_attention(n_tokens, head_dim)) {
     a.scheme = 2;
-  } else if (n_tokens == 1 && padded >= kSplitKvMinCells) {
+  } else if (may_split_attention(n_tokens) && padded >= kSplitKvMinCells) {
     a.scheme = 1;
     // Chunks over the list's positions: the shader's cell c is list index c.
     a.first_cell = 0;
@@ -193,7 +203,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
       tiled_attention_tokens(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
   matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_, matmul_options(device_->info()));
   transfer_ = std::make_unique<Transfer>(*device_);
-  for (auto& seq : sequences_) seq = std::make_unique<CommandSequence>(*device_);
+  adhoc_.commands = std::make_unique<CommandSequence>(*device_);
   const char* profile = std::getenv("CHANNEL_VULKAN_PROFILE");
   profiling_ = profile != nullptr && std::string_view(profile) == "1";
   upload_weights();
@@ -228,23 +238,48 @@ void VulkanBackend::host_timed(const char* step, F&& f) {
 }
 
 void VulkanBackend::mark(CommandSequence& seq, const char* stage) {
-  if (!profiling_) return;
-  auto& marks = profile_marks_[&seq == sequences_[1].get() ? 1 : 0];
+  if (!profiling_ || marks_being_recorded_ == nullptr) return;
+  auto& marks = *marks_being_recorded_;
   if (marks.size() >= CommandSequence::kMaxTimestamps) return;
   marks.push_back(profile_batch_ ? fmt::format("batch: {}", stage) : std::string(stage));
   seq.write_timestamp(static_cast<uint32_t>(marks.size() - 1));
 }
 
-void VulkanBackend::collect_profile(int sequence) {
-  auto& marks = profile_marks_[sequence];
-  if (!profiling_ || marks.empty()) return;
-  const std::vector<double> ns = sequences_[sequence]->timestamps_ns();
-  for (size_t i = 1; i < marks.size(); ++i) {
-    StageTime& stage = profile_ns_[marks[i]];
+void VulkanBackend::wait_and_collect(ProfiledSequence& sequence) {
+  if (!sequence.commands->pending()) return;
+  host_timed("wait", [&] { sequence.commands->wait(); });
+  if (!profiling_ || sequence.marks.empty()) return;
+  std::vector<double> ns;
+  host_timed("profile read", [&] { ns = sequence.commands->timestamps_ns(); });
+  for (size_t i = 1; i < sequence.marks.size(); ++i) {
+    StageTime& stage = profile_ns_[sequence.marks[i]];
     stage.ns += ns[i] - ns[i - 1];
     ++stage.count;
   }
-  marks.clear();
+}
+
+void VulkanBackend::record(ProfiledSequence& sequence, const std::function<void(CommandSequence&)>& record) {
+  CommandSequence& seq = *sequence.commands;
+  sequence.marks.clear();
+  marks_being_recorded_ = &sequence.marks;
+  seq.begin();
+  mark(seq, "start");
+  record(seq);
+  seq.end();
+  marks_being_recorded_ = nullptr;
+}
+
+void VulkanBackend::run_adhoc(const std::function<void(CommandSequence&)>& commands) {
+  record(adhoc_, commands);
+  adhoc_.commands->submit();
+  wait_and_collect(adhoc_);
+}
+
+void VulkanBackend::wait_for_all_sequences() {
+  for (RecordedPass& pass : passes_) {
+    for (ProfiledSequence& sequence : pass.sequences) wait_and_collect(sequence);
+  }
+  wait_and_collect(adhoc_);
 }
 
 std::string VulkanBackend::description() const {
@@ -380,6 +415,7 @@ void VulkanBackend::allocate_state() {
   sliding_view_ = upload(kKvSlots * 4);
   candidates_ = upload(kMaxCandidates * 4);
   rope_ = upload(rope_set_offset(static_cast<int>(rope_sets_.size())));
+  attention_steps_ = upload(uint64_t(config.n_layer) * sizeof(AttentionStepParams));
   std::memcpy(slot_positions_.mapped(), slot_position_.data(), kKvSlots * 4);
 
   int max_heads = 1;
@@ -488,7 +524,7 @@ bool VulkanBackend::forward(const Batch& batch, const AttentionView& view, Logit
 
 void VulkanBackend::write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step) {
   // The host-visible inputs may be written only while nothing recorded earlier still reads them.
-  for (auto& seq : sequences_) seq->wait();
+  wait_for_all_sequences();
   std::memcpy(tokens_.mapped(), batch.tokens.data() + step.first, step.n_tokens * 4);
   std::memcpy(positions_.mapped(), batch.positions.data() + step.first, step.n_tokens * 4);
   std::memcpy(slots_.mapped(), batch.slots.data() + step.first, step.n_tokens * 4);
@@ -506,16 +542,47 @@ void VulkanBackend::write_step_inputs(const Batch& batch, const AttentionView& v
       }
     }
   }
-  const auto write_view = [this](const kv::SlotRuns& runs, Buffer& buffer, uint32_t& count, int32_t& first_cell) {
-    auto* out = reinterpret_cast<uint32_t*>(buffer.mapped());
-    count = 0;
-    runs.for_each([&](uint32_t slot) { out[count++] = slot; });
-    // On a fresh stream a key's llama.cpp KV cell is its position (as the CPU backend assumes).
-    first_cell = count == 0 ? 0 : std::max(0, slot_position_[out[0]]);
-  };
-  write_view(view.global_slots, global_view_, n_global_view_, first_global_cell_);
-  write_view(view.sliding_slots, sliding_view_, n_sliding_view_, first_sliding_cell_);
+  write_attention_steps(view, step.n_tokens);
   if (model_->config().has_per_layer_embeddings()) write_per_layer_token_rows(batch, step);
+}
+
+void VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t n_tokens) {
+  struct ListedView {
+    uint32_t count = 0;
+    int32_t first_cell = 0;
+  };
+  const auto write_view = [this](const kv::SlotRuns& runs, Buffer& buffer) {
+    auto* out = reinterpret_cast<uint32_t*>(buffer.mapped());
+    ListedView listed;
+    runs.for_each([&](uint32_t slot) { out[listed.count++] = slot; });
+    // On a fresh stream a key's llama.cpp KV cell is its position (as the CPU backend assumes).
+    listed.first_cell = listed.count == 0 ? 0 : std::max(0, slot_position_[out[0]]);
+    return listed;
+  };
+  const ListedView global = write_view(view.global_slots, global_view_);
+  const ListedView sliding = write_view(view.sliding_slots, sliding_view_);
+  const ModelConfig& config = model_->config();
+  const DeviceInfo& info = device_->info();
+  const auto set_groups = [&](uint32_t (&groups)[3], uint64_t n_groups) {
+    const WorkgroupGrid grid = fold_workgroups(info, n_groups);  // {0, 1} for none
+    groups[0] = grid.x;
+    groups[1] = grid.y;
+    groups[2] = 1;
+  };
+  auto* steps = reinterpret_cast<AttentionStepParams*>(attention_steps_.mapped());
+  for (int il = 0; il < config.n_layer; ++il) {
+    const LayerConfig& lc = config.layers[il];
+    const ListedView& listed = lc.sliding ? sliding : global;
+    const AttentionScheme a = attention_scheme(n_tokens, lc.head_dim, listed.count, listed.first_cell);
+    AttentionStepParams& p = steps[il];
+    p = AttentionStepParams{listed.count, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}, {}, 0};
+    // Tiled: a workgroup per (block of tiled_attention_tokens_ tokens, head); split-KV: per (head,
+    // chunk), then the chunks merged per head; one-row: per (token, head).
+    const bool split = a.scheme == 1;
+    set_groups(p.attention_groups, a.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_attention_tokens_)} * lc.n_head
+                                                 : uint64_t{n_tokens} * lc.n_head * (split ? a.n_chunks : 1));
+    set_groups(p.combine_groups, split ? static_cast<uint64_t>(lc.n_head) : 0);
+  }
 }
 
 void VulkanBackend::write_per_layer_token_rows(const Batch& batch, const Step& step) {
@@ -533,98 +600,111 @@ bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, 
   const ModelConfig& config = model_->config();
   host_timed("step inputs", [&] { write_step_inputs(batch, view, step); });
   const uint32_t n = step.n_tokens;
-  profile_batch_ = n > 1;
+  const uint32_t n_cand = static_cast<uint32_t>(candidates.size());
+  if (wanted == LogitsWanted::Candidates) std::memcpy(candidates_.mapped(), candidates.data(), n_cand * 4);
 
-  // Embedding and the layers, in chunks of layers_per_submit; the cancellation check runs
-  // between chunks (a check per layer would cost a device round trip per layer).
-  std::vector<std::function<void(CommandSequence&)>> chunks;
-  for (int first = 0; first < config.n_layer; first += options_.layers_per_submit) {
-    const int last = std::min(config.n_layer, first + options_.layers_per_submit);
-    chunks.push_back([this, first, last, n](CommandSequence& seq) {
-      if (first == 0) record_embed(seq, n);
-      for (int il = first; il < last; ++il) record_layer(seq, il, n);
-    });
-  }
-  bool was_cancelled = false;
-  run_sequence_of_chunks(chunks, batch.cancelled, was_cancelled);
-  if (was_cancelled) return false;
-  // The batch's last hidden state rides with the logits pass of the last row (a sequence of its
-  // own only when no logits are wanted): one small copy, no extra device round trip per token.
+  // The logits of up to kMaxLogitRows rows and the batch's last hidden state come at the end of
+  // the pass (no device round trip of their own); more rows follow in passes of their own.
+  const bool logits_in_pass = wanted != LogitsWanted::None && (wanted != LogitsWanted::All || n <= kMaxLogitRows);
   const bool copy_hidden = batch.last_hidden != nullptr && step.first + n == batch.tokens.size();
-  const uint64_t hidden_bytes = uint64_t(config.n_embd) * 4;
-  const auto record_hidden_copy = [&](CommandSequence& seq) {
-    seq.copy(x_, uint64_t{n - 1} * hidden_bytes, last_hidden_, 0, hidden_bytes);
-  };
+  const PassShape shape{n, logits_in_pass ? wanted : LogitsWanted::None,
+                        wanted == LogitsWanted::Candidates ? n_cand : 0,
+                        copy_hidden && (logits_in_pass || wanted == LogitsWanted::None)};
+  profile_batch_ = n > 1;
+  RecordedPass* pass = nullptr;
+  host_timed("record", [&] { pass = &recorded_pass(shape); });
+  if (!run_pass(*pass, batch.cancelled)) return false;
+
   const auto collect_hidden = [&] {
     const auto* values = reinterpret_cast<const float*>(last_hidden_.mapped());
     batch.last_hidden->assign(values, values + config.n_embd);
   };
-  if (wanted == LogitsWanted::None) {
-    if (copy_hidden) {
-      CommandSequence& seq = *sequences_[0];
-      seq.begin();
-      record_hidden_copy(seq);
-      seq.end();
-      seq.run();
-      collect_hidden();
-    }
-    return true;
-  }
-
-  // Logits: the last row, or all rows in passes of kMaxLogitRows.
-  const uint32_t first_row = wanted == LogitsWanted::All ? 0 : n - 1;
-  const uint32_t n_cand = static_cast<uint32_t>(candidates.size());
-  if (wanted == LogitsWanted::Candidates) std::memcpy(candidates_.mapped(), candidates.data(), n_cand * 4);
   const int64_t cols = out.n_cols;
-  for (uint32_t row = first_row; row < n; row += kMaxLogitRows) {
+  const auto collect_logits = [&](uint32_t rows) {
+    const auto* values = reinterpret_cast<const float*>(logits_.mapped());
+    out.values.insert(out.values.end(), values, values + static_cast<size_t>(rows) * cols);
+    out.n_rows += rows;
+  };
+  host_timed("copy out", [&] {
+    if (logits_in_pass) collect_logits(wanted == LogitsWanted::All ? n : 1);
+    if (shape.copy_hidden) collect_hidden();
+  });
+  if (wanted != LogitsWanted::All || logits_in_pass) return true;
+
+  // All rows of a long step: kMaxLogitRows at a time, the hidden state with the last of them.
+  for (uint32_t row = 0; row < n; row += kMaxLogitRows) {
     const uint32_t rows = std::min(kMaxLogitRows, n - row);
     const bool with_hidden = copy_hidden && row + rows == n;
-    CommandSequence& seq = *sequences_[0];
-    host_timed("logits: record", [&] {
-      seq.begin();
-      mark(seq, "start");
-      if (with_hidden) record_hidden_copy(seq);
+    run_adhoc([&](CommandSequence& seq) {
+      if (with_hidden) record_hidden_copy(seq, n);
       record_logits(seq, row, rows, wanted, n_cand);
-      mark(seq, "softcap");
-      seq.end();
     });
-    host_timed("logits: run", [&] { seq.run(); });
-    collect_profile(0);
-    host_timed("logits: copy out", [&] {
-      const auto* values = reinterpret_cast<const float*>(logits_.mapped());
-      out.values.insert(out.values.end(), values, values + static_cast<size_t>(rows) * cols);
-      if (with_hidden) collect_hidden();
-    });
-    out.n_rows += rows;
+    collect_logits(rows);
+    if (with_hidden) collect_hidden();
   }
   return true;
 }
 
-void VulkanBackend::run_sequence_of_chunks(const std::vector<std::function<void(CommandSequence&)>>& chunks,
-                                           const std::function<bool()>& cancelled, bool& was_cancelled) {
-  was_cancelled = false;
-  for (size_t i = 0; i < chunks.size(); ++i) {
+VulkanBackend::RecordedPass& VulkanBackend::recorded_pass(const PassShape& shape) {
+  const auto found = std::find_if(passes_.begin(), passes_.end(), [&](const RecordedPass& p) { return p.shape == shape; });
+  if (found != passes_.end()) {
+    passes_.splice(passes_.begin(), passes_, found);
+    return passes_.front();
+  }
+  // A new shape: re-record the least recently used pass's sequences, or new ones.
+  if (passes_.size() >= kMaxRecordedPasses) {
+    passes_.splice(passes_.begin(), passes_, std::prev(passes_.end()));
+  } else {
+    passes_.emplace_front();
+  }
+  RecordedPass& pass = passes_.front();
+  pass.shape = shape;
+  const int n_layer = model_->config().n_layer;
+  const int per_submit = options_.layers_per_submit;
+  const size_t n_sequences = static_cast<size_t>((n_layer + per_submit - 1) / per_submit);
+  pass.sequences.resize(n_sequences);
+  for (size_t i = 0; i < n_sequences; ++i) {
+    ProfiledSequence& sequence = pass.sequences[i];
+    if (!sequence.commands) sequence.commands = std::make_unique<CommandSequence>(*device_);
+    const int first = static_cast<int>(i) * per_submit, last = std::min(n_layer, first + per_submit);
+    record(sequence, [&](CommandSequence& seq) {
+      if (first == 0) record_embed(seq, shape.n_tokens);
+      for (int il = first; il < last; ++il) record_layer(seq, il, shape.n_tokens);
+      if (last == n_layer) record_pass_outputs(seq, shape);
+    });
+  }
+  ++passes_recorded_;
+  return pass;
+}
+
+bool VulkanBackend::run_pass(RecordedPass& pass, const std::function<bool()>& cancelled) {
+  // Two sequences in flight: the device goes on to the next chunk of layers while the host waits
+  // for the one before it and asks about cancellation.
+  auto& sequences = pass.sequences;
+  bool was_cancelled = false;
+  for (size_t i = 0; i < sequences.size(); ++i) {
     if (cancelled && cancelled()) {
       was_cancelled = true;
       break;
     }
-    // This sequence's previous submission must be done; the other one keeps the device busy.
-    const int id = static_cast<int>(i % 2);
-    CommandSequence& seq = *sequences_[id];
-    host_timed("layers: wait", [&] { seq.wait(); });
-    collect_profile(id);
-    host_timed("layers: record", [&] {
-      seq.begin();
-      mark(seq, "start");
-      chunks[i](seq);
-      seq.end();
-    });
-    host_timed("layers: submit", [&] { seq.submit(); });
+    if (i >= 2) wait_and_collect(sequences[i - 2]);
+    host_timed("submit", [&] { sequences[i].commands->submit(); });
   }
-  for (int id = 0; id < 2; ++id) {
-    host_timed("layers: wait", [&] { sequences_[id]->wait(); });
-    collect_profile(id);
-  }
+  for (ProfiledSequence& sequence : sequences) wait_and_collect(sequence);
+  return !was_cancelled;
+}
+
+void VulkanBackend::record_hidden_copy(CommandSequence& seq, uint32_t n_tokens) {
+  const uint64_t hidden_bytes = uint64_t(model_->config().n_embd) * 4;
+  seq.copy(x_, uint64_t{n_tokens - 1} * hidden_bytes, last_hidden_, 0, hidden_bytes);
+}
+
+void VulkanBackend::record_pass_outputs(CommandSequence& seq, const PassShape& shape) {
+  if (shape.copy_hidden) record_hidden_copy(seq, shape.n_tokens);
+  if (shape.logits == LogitsWanted::None) return;
+  const bool all_rows = shape.logits == LogitsWanted::All;
+  record_logits(seq, all_rows ? 0 : shape.n_tokens - 1, all_rows ? shape.n_tokens : 1, shape.logits,
+                shape.n_candidates);
 }
 
 void VulkanBackend::record_embed(CommandSequence& seq, uint32_t n_tokens) {
@@ -760,15 +840,15 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   seq.barrier();
   mark(seq, "qk norm + rope + kv");
 
-  const uint32_t n_view = lc.sliding ? n_sliding_view_ : n_global_view_;
-  const int32_t first_cell = lc.sliding ? first_sliding_cell_ : first_global_cell_;
-  const AttentionScheme scheme = attention_scheme(n_tokens, lc.head_dim, n_view, first_cell);
   // Where a head is whole Q8_0 blocks, the attention kernel writes wo's quantized input itself
   // (one dispatch and barrier fewer per layer); otherwise f32, quantized after it.
   const bool quantize_in_attention = is_quantized(w.wo.type) && lc.head_dim % kQuantBlock == 0;
   const PreparedActivations quantized_output =
       quantize_in_attention ? MatmulKernels::quantized_layout(w.wo.type, n_tokens, q_width, scratch_.address())
                             : PreparedActivations{};
+  // The view's length, the scheme and the workgroup counts are the step's (write_attention_steps).
+  const uint64_t step_offset = uint64_t(il) * sizeof(AttentionStepParams);
+  const VkDeviceAddress step = attention_steps_.address() + step_offset;
   const AttentionPush attention{q_.address(),
                                 cache.k.address(),
                                 cache.v.address(),
@@ -776,40 +856,34 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
                                 slot_positions_.address(),
                                 positions_.address(),
                                 attn_.address(),
-                                n_view,
                                 static_cast<uint32_t>(lc.head_dim),
                                 static_cast<uint32_t>(lc.n_head),
                                 static_cast<uint32_t>(lc.n_head_kv),
                                 lc.sliding ? config.sliding_window : 0,
                                 n_tokens,
-                                scheme.scheme,
-                                scheme.first_cell,
-                                scheme.n_chunks,
-                                scheme.chunk_cells,
+                                0,
+                                step,
                                 partials_.address(),
                                 quantized_output.values,
                                 quantized_output.scales};
-  const bool split = scheme.scheme == 1;
-  // Tiled: a workgroup per (block of tiled_attention_tokens_ tokens, head); split-KV: per (head,
-  // chunk), then the chunks merged per head; one-row: per (token, head).
-  const uint64_t workgroups = scheme.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_attention_tokens_)} * lc.n_head
-                                                 : uint64_t{n_tokens} * lc.n_head * (split ? scheme.n_chunks : 1);
-  seq.dispatch_groups(pipeline(scheme.scheme == 2 ? "attention" : "attention_rows"), attention, workgroups);
+  const bool tiled = tiled_attention(n_tokens, lc.head_dim);
+  seq.dispatch_indirect(pipeline(tiled ? "attention" : "attention_rows"), attention, attention_steps_,
+                        step_offset + offsetof(AttentionStepParams, attention_groups));
   seq.barrier();
-  static constexpr const char* kAttentionStage[3][2] = {{"attention (global)", "attention (sliding)"},
-                                                         {"attention split (global)", "attention split (sliding)"},
+  static constexpr const char* kAttentionStage[2][2] = {{"attention (global)", "attention (sliding)"},
                                                          {"attention tiled (global)", "attention tiled (sliding)"}};
-  mark(seq, kAttentionStage[scheme.scheme][lc.sliding ? 1 : 0]);
-  if (split) {
+  mark(seq, kAttentionStage[tiled ? 1 : 0][lc.sliding ? 1 : 0]);
+  if (may_split_attention(n_tokens)) {
+    // Split-KV steps merge the chunks per head; other steps dispatch no workgroups here.
     const CombinePush combine{partials_.address(),
                               attn_.address(),
                               quantized_output.values,
                               quantized_output.scales,
+                              step,
                               static_cast<uint32_t>(lc.n_head),
-                              scheme.n_chunks,
-                              static_cast<uint32_t>(lc.head_dim),
-                              0};
-    seq.dispatch_groups(pipeline("attention_combine"), combine, lc.n_head);
+                              static_cast<uint32_t>(lc.head_dim)};
+    seq.dispatch_indirect(pipeline("attention_combine"), combine, attention_steps_,
+                          step_offset + offsetof(AttentionStepParams, combine_groups));
     seq.barrier();
     mark(seq, "attention combine");
   }
@@ -941,6 +1015,7 @@ void VulkanBackend::record_logits(CommandSequence& seq, uint32_t first_row, uint
     seq.barrier();
     const SoftcapPush softcap{logits_.address(), n_rows * cols, config.final_softcap, 1.0f / config.final_softcap, 0};
     seq.dispatch_groups(pipeline("softcap"), softcap, groups_for(uint64_t{n_rows} * cols, kElementWorkgroup));
+    mark(seq, "softcap");
   }
 }
 
@@ -951,7 +1026,7 @@ void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) 
   if (slots.empty()) return;
   const ModelConfig& config = model_->config();
   const uint32_t n = static_cast<uint32_t>(slots.size());
-  for (auto& seq : sequences_) seq->wait();
+  wait_for_all_sequences();
   auto* slot_ids = reinterpret_cast<uint32_t*>(rotate_slots_.mapped());
   auto* first_move = reinterpret_cast<uint32_t*>(rotate_first_move_.mapped());
   for (uint32_t i = 0; i < n; ++i) {
@@ -978,23 +1053,21 @@ void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) 
       }
     }
   }
-  CommandSequence& seq = *sequences_[0];
-  seq.begin();
-  for (int il = 0; il < config.n_kv_layers; ++il) {
-    const LayerConfig& lc = config.layers[il];
-    const RotatePush push{rotate_slots_.address(),
-                          rotate_first_move_.address(),
-                          rotate_cos_sin_.address() + set_offset[rope_set_of_layer_[il]] * 4,
-                          cache_[il].k.address(),
-                          cache_[il].k_as_written.address(),
-                          static_cast<uint32_t>(lc.n_head_kv),
-                          static_cast<uint32_t>(lc.head_dim),
-                          static_cast<uint32_t>(lc.n_rot),
-                          n};
-    seq.dispatch_groups(pipeline("rotate_keys", kHeadWorkgroup), push, uint64_t{n} * lc.n_head_kv);
-  }
-  seq.end();
-  seq.run();
+  run_adhoc([&](CommandSequence& seq) {
+    for (int il = 0; il < config.n_kv_layers; ++il) {
+      const LayerConfig& lc = config.layers[il];
+      const RotatePush push{rotate_slots_.address(),
+                            rotate_first_move_.address(),
+                            rotate_cos_sin_.address() + set_offset[rope_set_of_layer_[il]] * 4,
+                            cache_[il].k.address(),
+                            cache_[il].k_as_written.address(),
+                            static_cast<uint32_t>(lc.n_head_kv),
+                            static_cast<uint32_t>(lc.head_dim),
+                            static_cast<uint32_t>(lc.n_rot),
+                            n};
+      seq.dispatch_groups(pipeline("rotate_keys", kHeadWorkgroup), push, uint64_t{n} * lc.n_head_kv);
+    }
+  });
   for (uint32_t i = 0; i < n; ++i) {
     slot_moved_by_[slots[i]] += delta;
     slot_position_[slots[i]] = static_cast<int32_t>(slot_position_[slots[i]] + delta);
@@ -1007,7 +1080,7 @@ void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const 
   begin_kv_export(slots, slot_position_, slot_moved_by_, config.n_kv_layers, out);
   if (n == 0) return;
   auto& self = const_cast<VulkanBackend&>(*this);  // recording state only; the KV is not changed
-  for (auto& seq : self.sequences_) seq->wait();
+  self.wait_for_all_sequences();
   // Row ids: all slots (values, unmoved keys), then the moved ones and where they go.
   auto* ids = reinterpret_cast<uint32_t*>(kv_row_ids_.mapped());
   std::copy(slots.begin(), slots.end(), ids);
@@ -1023,25 +1096,23 @@ void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const 
   std::copy(moved_dst.begin(), moved_dst.end(), moved_dst_ids);
   const uint64_t ids_address = kv_row_ids_.address();
   const auto* rows = reinterpret_cast<const uint16_t*>(kv_rows_.mapped());
-  CommandSequence& seq = *self.sequences_[0];
   for (int il = 0; il < config.n_kv_layers; ++il) {
     const uint32_t width = static_cast<uint32_t>(kv_width(config.layers[il]));
     const LayerCache& cache = cache_[il];
     KvBlob::Layer& layer = out.layers[il];
     for (int part = 0; part < 2; ++part) {
-      seq.begin();
-      const CopyRowsPush gather{(part == 0 ? cache.k : cache.v).address(), kv_rows_.address(), ids_address, 0, n, width};
-      seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), gather, n);
-      if (part == 0 && !moved_dst.empty()) {
-        // A moved key is exported as first written.
-        seq.barrier();
-        const CopyRowsPush written{cache.k_as_written.address(), kv_rows_.address(), ids_address + n * 4ull,
-                                   ids_address + (n + moved_dst.size()) * 4ull,
-                                   static_cast<uint32_t>(moved_dst.size()), width};
-        seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), written, moved_dst.size());
-      }
-      seq.end();
-      seq.run();
+      self.run_adhoc([&](CommandSequence& seq) {
+        const CopyRowsPush gather{(part == 0 ? cache.k : cache.v).address(), kv_rows_.address(), ids_address, 0, n, width};
+        seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), gather, n);
+        if (part == 0 && !moved_dst.empty()) {
+          // A moved key is exported as first written.
+          seq.barrier();
+          const CopyRowsPush written{cache.k_as_written.address(), kv_rows_.address(), ids_address + n * 4ull,
+                                     ids_address + (n + moved_dst.size()) * 4ull,
+                                     static_cast<uint32_t>(moved_dst.size()), width};
+          seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), written, moved_dst.size());
+        }
+      });
       auto& values = part == 0 ? layer.k_as_written : layer.v;
       values.assign(rows, rows + static_cast<size_t>(n) * width);
     }
@@ -1057,20 +1128,18 @@ void VulkanBackend::write_kv(const KvBlob& blob) {
   check_kv_blob(blob, config);
   const uint32_t n = static_cast<uint32_t>(blob.slots.size());
   if (n == 0) return;
-  for (auto& seq : sequences_) seq->wait();
+  wait_for_all_sequences();
   std::copy(blob.slots.begin(), blob.slots.end(), reinterpret_cast<uint32_t*>(kv_row_ids_.mapped()));
-  CommandSequence& seq = *sequences_[0];
   for (int il = 0; il < config.n_kv_layers; ++il) {
     const size_t width = kv_width(config.layers[il]);
     for (int part = 0; part < 2; ++part) {
       const auto& values = part == 0 ? blob.layers[il].k_as_written : blob.layers[il].v;
       std::memcpy(kv_rows_.mapped(), values.data(), values.size() * 2);
-      seq.begin();
-      const CopyRowsPush scatter{kv_rows_.address(), (part == 0 ? cache_[il].k : cache_[il].v).address(), 0,
-                                 kv_row_ids_.address(), n, static_cast<uint32_t>(width)};
-      seq.dispatch_groups(pipeline("copy_rows", kHeadWorkgroup), scatter, n);
-      seq.end();
-      seq.run();
+      run_adhoc([&](CommandSequence& seq) {
+        const CopyRowsPush scatter{kv_rows_.address(), (part == 0 ? cache_[il].k : cache_[il].v).address(), 0,
+                                   kv_row_ids_.address(), n, static_cast<uint32_t>(width)};
+        seq.dispatch_groups(pipeline("copy_rows", kHeadWorkgroup), scatter, n);
+      });
     }
   }
   std::map<int64_t, std::vector<uint32_t>> slots_by_move;

@@ -2,13 +2,16 @@
 // every step a compute shader on the GPU (or on lavapipe, Mesa's CPU driver, in tests). Weights
 // live on the device in their GGUF encoding; the KV cache is f16 at the fixed geometry (kKvSlots
 // slots per layer that owns KV, allocated once); attention reads the slots of the attention view through a slot list,
-// so sliding and evicting never move KV memory. A forward pass is recorded in sequences of
+// so sliding and evicting never move KV memory. A forward step is recorded in sequences of
 // `layers_per_submit` layers, each submitted with its own fence (seed 001: short submissions
-// against driver watchdogs); cancellation is checked between them.
+// against driver watchdogs); cancellation is checked between them. The sequences are recorded
+// once per step shape (tokens, logits wanted) and replayed: everything that changes from step to
+// step (tokens, positions, slots, the attention view and its workgroup counts) is read from
+// buffers the host writes before the step.
 #pragma once
 
-#include <array>
 #include <functional>
+#include <list>
 #include <map>
 #include <string>
 #include <memory>
@@ -47,6 +50,9 @@ class VulkanBackend final : public Backend {
   std::string description() const override;
   bool is_gpu() const override { return true; }
 
+  // Forward passes recorded so far (a step whose shape was recorded before replays its pass).
+  uint64_t passes_recorded() const { return passes_recorded_; }
+
  private:
   struct LayerWeights;
   struct LayerCache {
@@ -64,13 +70,44 @@ class VulkanBackend final : public Backend {
     uint32_t first = 0;     // index of its first token in the batch
     uint32_t n_tokens = 0;
   };
+  // What a recorded forward pass depends on beside the contents of the buffers it reads: a step
+  // of the same shape replays it.
+  struct PassShape {
+    uint32_t n_tokens = 0;
+    LogitsWanted logits = LogitsWanted::None;  // computed at the end of the pass (<= kMaxLogitRows rows)
+    uint32_t n_candidates = 0;
+    bool copy_hidden = false;  // the last token's hidden state copied out at the end of the pass
+    bool operator==(const PassShape&) const = default;
+  };
+  // A command sequence and, when profiling, the stage that ends at each of its timestamps.
+  struct ProfiledSequence {
+    std::unique_ptr<CommandSequence> commands;
+    std::vector<std::string> marks;
+  };
+  // A step's recorded sequences: the embedding and the layers in chunks of layers_per_submit,
+  // the last one also the pass's logits and hidden state copy.
+  struct RecordedPass {
+    PassShape shape;
+    std::vector<ProfiledSequence> sequences;
+  };
 
   void upload_weights();
   void allocate_state();
   bool forward_step(const Batch& batch, const AttentionView& view, const Step& step, LogitsWanted wanted,
                     std::span<const int32_t> candidates, Logits& out);
   void write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step);
+  // Each layer's AttentionStepParams for this step's views.
+  void write_attention_steps(const AttentionView& view, uint32_t n_tokens);
   void write_per_layer_token_rows(const Batch& batch, const Step& step);
+  // The pass recorded for `shape` (recorded now if it is not among the last kMaxRecordedPasses).
+  RecordedPass& recorded_pass(const PassShape& shape);
+  // Submits a pass's sequences in order, asking `cancelled` before each; false if it said so.
+  bool run_pass(RecordedPass& pass, const std::function<bool()>& cancelled);
+  // Records `sequence` anew: begin, record(commands), end, with profiling marks around.
+  void record(ProfiledSequence& sequence, const std::function<void(CommandSequence&)>& record);
+  // Records `commands` into adhoc_ and runs them (work that is not replayed).
+  void run_adhoc(const std::function<void(CommandSequence&)>& commands);
+  void wait_for_all_sequences();
   void record_embed(CommandSequence& seq, uint32_t n_tokens);
   // Gemma 4 E-models: every layer's per-layer embedding input, once per step after the embedding.
   void record_per_layer_inputs(CommandSequence& seq, uint32_t n_tokens);
@@ -100,17 +137,21 @@ class VulkanBackend final : public Backend {
                                          uint32_t n_tokens, uint32_t n_ff);
   void record_logits(CommandSequence& seq, uint32_t first_row, uint32_t n_rows, LogitsWanted wanted,
                      uint32_t n_candidates);
+  // Copies the last of n_tokens rows of the residual stream to last_hidden_.
+  void record_hidden_copy(CommandSequence& seq, uint32_t n_tokens);
+  // The end of a pass of this shape: the hidden state copy and the logits.
+  void record_pass_outputs(CommandSequence& seq, const PassShape& shape);
   const ComputePipeline& pipeline(std::string_view shader, uint32_t extra = 0);
-  void run_sequence_of_chunks(const std::vector<std::function<void(CommandSequence&)>>& chunks,
-                              const std::function<bool()>& cancelled, bool& was_cancelled);
   // Profiling (CHANNEL_VULKAN_PROFILE=1): GPU time per stage of the forward pass, summed over the
-  // backend's life and printed to stderr when it is destroyed.
+  // backend's life and printed to stderr when it is destroyed. mark() adds a timestamp to the
+  // sequence being recorded (record()).
   void mark(CommandSequence& seq, const char* stage);
   // Runs f; when profiling, adds its host time to host_ns_[step] (is the host or the GPU the
   // bottleneck: time recording and submitting against time waiting for the device).
   template <class F>
   void host_timed(const char* step, F&& f);
-  void collect_profile(int sequence);
+  // Waits for `sequence` if it is pending, then adds its stage times to the profile.
+  void wait_and_collect(ProfiledSequence& sequence);
   VkDeviceAddress vector_address(const std::vector<float>& values) const;
   uint64_t rope_set_offset(int set) const;  // byte offset of a RoPE set's cos/sin in rope_
 
@@ -120,9 +161,11 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<PipelineCache> pipelines_;
   std::unique_ptr<MatmulKernels> matmul_;
   mutable std::unique_ptr<Transfer> transfer_;
-  std::array<std::unique_ptr<CommandSequence>, 2> sequences_;  // alternating: one records while the other runs
+  std::list<RecordedPass> passes_;  // most recently used first
+  uint64_t passes_recorded_ = 0;
+  ProfiledSequence adhoc_;  // work recorded where it runs: KV moves and export, long logits passes
   bool profiling_ = false;
-  std::array<std::vector<std::string>, 2> profile_marks_;  // stage ending at each timestamp of a sequence
+  std::vector<std::string>* marks_being_recorded_ = nullptr;  // record(): where mark() adds its stages
   bool profile_batch_ = false;  // the step being recorded has several tokens: its stages are counted apart
   struct StageTime {
     double ns = 0;
@@ -149,15 +192,14 @@ class VulkanBackend final : public Backend {
   // Per-step inputs written by the host (kUpload) and activations (kDevice), sized for kMaxStep
   // tokens.
   Buffer tokens_, positions_, slots_, slot_positions_, global_view_, sliding_view_, candidates_, rope_;
+  Buffer attention_steps_;  // AttentionStepParams per layer
   Buffer x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, scratch_, logits_;
   Buffer last_hidden_;  // readback of Batch::last_hidden
   // Gemma 4 E-models: the step's per_layer_token_embd rows ([n_tokens][n_layer][width], gathered
   // on the host), their model projection (likewise) and the layers' inputs ([n_layer][n_tokens][width]).
   Buffer per_layer_token_rows_, per_layer_projected_, per_layer_inputs_;
   Buffer partials_;  // split-KV attention: per (head, chunk) maximum, sum and accumulators
-  uint32_t n_global_view_ = 0, n_sliding_view_ = 0;
   uint32_t tiled_attention_tokens_ = 8;  // tokens of one head per workgroup of the prefill attention
-  int32_t first_global_cell_ = 0, first_sliding_cell_ = 0;
   // rotate_keys and KV export/import.
   Buffer rotate_slots_, rotate_first_move_, rotate_cos_sin_, kv_rows_, kv_row_ids_;
 };

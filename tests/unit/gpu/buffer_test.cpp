@@ -1,12 +1,14 @@
 // Buffers, transfers and replayed command sequences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "backend/vulkan/shader_push.h"
 #include "gpu_test_support.h"
 
 namespace channel::vulkan {
@@ -96,6 +98,39 @@ TEST(VulkanCommandSequence, ReplaysWithoutRecordingAgain) {
     gpu->transfer.download(dst, 0, back.data(), back.size());
     EXPECT_TRUE(std::equal(data.begin(), data.end(), back.begin() + 32)) << "round " << round;
     for (size_t i : {size_t{0}, size_t{31}, n + 32, n + 63}) EXPECT_EQ(back[i], (0xdeadbeefu >> (8 * (i % 4))) & 0xff);
+  }
+}
+
+// A recorded indirect dispatch runs as many workgroups as its buffer says at each replay (none
+// included), so counts that change between steps need no new recording.
+TEST(VulkanCommandSequence, IndirectDispatchReadsItsWorkgroupCountsAtEachReplay) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  constexpr uint32_t kWorkgroup = 64, kGroups = 4, n = kWorkgroup * kGroups;
+  const Buffer values(gpu->device, n * 4, MemoryUse::kDevice);
+  Buffer args(gpu->device, 16, MemoryUse::kUpload);
+  const uint32_t spec[] = {kWorkgroup};
+  CommandSequence seq(gpu->device);
+  seq.begin();
+  seq.dispatch_indirect(gpu->pipelines.get("softcap", spec), SoftcapPush{values.address(), n, 1.0f, 1.0f, 0}, args, 4);
+  seq.end();
+  EXPECT_THROW(
+      {
+        CommandSequence outside(gpu->device);
+        outside.begin();
+        outside.dispatch_indirect(gpu->pipelines.get("softcap", spec), SoftcapPush{}, args, 8);  // past the end
+      },
+      Error);
+  for (const uint32_t groups : {2u, 4u, 0u, 1u}) {
+    const std::vector<float> fours(n, 4.0f);
+    gpu->transfer.upload(values, 0, fours.data(), n * 4);
+    const uint32_t command[3] = {groups, 1, 1};
+    std::memcpy(args.mapped() + 4, command, sizeof(command));
+    seq.run();
+    std::vector<float> back(n);
+    gpu->transfer.download(values, 0, back.data(), n * 4);
+    const auto changed = std::count_if(back.begin(), back.end(), [](float v) { return v != 4.0f; });
+    EXPECT_EQ(changed, groups * kWorkgroup) << groups << " workgroups";
+    EXPECT_NEAR(back[0], groups == 0 ? 4.0f : std::tanh(4.0f), 1e-6f);
   }
 }
 

@@ -68,6 +68,7 @@ float expf_ggml(float x) {
 }
 
 void main() {
+  load_attention_step();
   const uint index = flat_workgroup_index();
   const uint n_blocks = (p.n_tokens + TOKENS - 1u) / TOKENS;
   if (index >= n_blocks * p.n_head) return;  // the whole workgroup
@@ -95,10 +96,10 @@ void main() {
   [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k)
     [[unroll]] for (uint j = 0; j < TOKENS; ++j) out_values[k][j] = 0.0;
 
-  const int first_tile = p.first_cell / int(kTileCells);
-  const int end_tile = (p.first_cell + int(p.n_view) + int(kTileCells) - 1) / int(kTileCells);
+  const int first_tile = step.first_cell / int(kTileCells);
+  const int end_tile = (step.first_cell + int(step.n_view) + int(kTileCells) - 1) / int(kTileCells);
   for (int tile_index = first_tile; tile_index < end_tile; ++tile_index) {
-    const int base = tile_index * int(kTileCells) - p.first_cell;  // listed index of the tile's first cell
+    const int base = tile_index * int(kTileCells) - step.first_cell;  // listed index of the tile's first cell
     barrier();  // the previous tile's weights are read (and, at the first, the queries written)
     // 1. Scores: pair e is cell e / TOKENS of token e % TOKENS, so that TOKENS neighbouring lanes
     // read one key. An invocation's pairs (lane + k * 256) run their chains side by side, each in
@@ -116,7 +117,7 @@ void main() {
       if (e >= TOKENS * kTileCells) continue;
       const uint c = e / TOKENS, tq = e % TOKENS;
       const int i = base + int(c);
-      if (i < 0 || i >= int(p.n_view) || t0 + tq >= p.n_tokens) continue;
+      if (i < 0 || i >= int(step.n_view) || t0 + tq >= p.n_tokens) continue;
       const int position = I32Ptr(p.positions).v[t0 + tq];
       uint slot;
       visible[k] = visible_key(uint(i), position, min_visible_position(position), slot);
@@ -185,7 +186,7 @@ void main() {
       }
       for (uint c = 0; c < kTileCells; ++c) {
         const int i = base + int(c);
-        if (i < 0 || i >= int(p.n_view)) continue;
+        if (i < 0 || i >= int(step.n_view)) continue;
         // This invocation's tokens' weights of the cell; a cell none of them sees is not loaded.
         float weights[TOKENS];
         bool seen = false;

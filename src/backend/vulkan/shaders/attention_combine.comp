@@ -7,6 +7,7 @@
 // size, 1 MAX_HEAD_DIM.
 #include "common.glsl"
 #include "quantize_block.glsl"
+#include "attention_step.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint MAX_HEAD_DIM = 512;
@@ -18,21 +19,21 @@ layout(push_constant, std430) uniform CombineParams {
   uint64_t dst;       // f32 [n_head * head_dim], unless out_q != 0
   uint64_t out_q;     // or, when not 0, the Q8_0 activations of wo: packed int8 and f32 scales
   uint64_t out_d;     //   (MatmulKernels::quantized_layout)
+  uint64_t step;      // AttentionStepPtr: the layer's split (n_chunks)
   uint n_head;
-  uint n_chunks;
   uint head_dim;
-  uint pad;
 } p;
 
 void main() {
   const uint h = flat_workgroup_index();
   if (h >= p.n_head) return;
   const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
+  const uint n_chunks = AttentionStepPtr(p.step).v.n_chunks;
   float m = uintBitsToFloat(0xff800000u), s = 0.0;
   float out_values[16];  // dims lane, lane + stride, ...: head_dim <= 16 * workgroup size
   for (uint k = 0; k < 16u; ++k) out_values[k] = 0.0;
-  for (uint c = 0; c < p.n_chunks; ++c) {
-    F32Ptr partial = F32Ptr(p.partials + (uint64_t(h) * p.n_chunks + c) * (2u + dim) * 4u);
+  for (uint c = 0; c < n_chunks; ++c) {
+    F32Ptr partial = F32Ptr(p.partials + (uint64_t(h) * n_chunks + c) * (2u + dim) * 4u);
     const float cm = partial.v[0], cs = partial.v[1];
     if (cs == 0.0) continue;
     const float m_new = max(m, cm);

@@ -10,20 +10,23 @@ layout(push_constant, std430) uniform AttentionParams {
   uint64_t slot_positions;  // int32 per physical slot: RoPE position of its key, -1 if empty
   uint64_t positions;       // int32 per token
   uint64_t dst;             // f32 [n_tokens][n_head * head_dim], unless out_q != 0
-  uint n_view;
   uint head_dim;
   uint n_head;
   uint n_head_kv;
   int sliding_window;       // 0: global layer
   uint n_tokens;
-  uint scheme;              // 0 one-row, 1 split-KV, 2 tiled
-  int first_cell;           // llama.cpp's cell of the first listed key (its position on a fresh stream)
-  uint n_chunks;            // split-KV: chunks
-  uint chunk_cells;         // split-KV: cells (with first_cell 0: listed keys) per chunk
+  uint pad;
+  uint64_t step;            // AttentionStepPtr: this layer's view-dependent parameters
   uint64_t partials;        // split-KV: f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
   uint64_t out_q;           // or, when not 0, the output as Q8_0 activations for the wo product:
   uint64_t out_d;           //   packed int8 and f32 scales (MatmulKernels::quantized_layout)
 } p;
+
+#include "attention_step.glsl"
+
+// This dispatch's view-dependent parameters: load_attention_step() sets it first thing.
+AttentionStep step;
+void load_attention_step() { step = AttentionStepPtr(p.step).v; }
 
 #define kMinusInfinity uintBitsToFloat(0xff800000u)
 

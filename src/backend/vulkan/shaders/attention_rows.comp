@@ -50,7 +50,7 @@ shared float slot_sums[kBatch * kSlotSums];
 shared float batch_scores[kBatch];
 shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 2i + 1 in word i
 
-uint list_index(int cell) { return uint(clamp(cell - p.first_cell, 0, int(p.n_view))); }
+uint list_index(int cell) { return uint(clamp(cell - step.first_cell, 0, int(step.n_view))); }
 
 // Steps 1 and 2 for the keys [j0, j0 + n) of the list: batch_scores[k] is key j0 + k's score,
 // -inf when the token does not see it; batch_values holds the values of the visible ones.
@@ -142,14 +142,15 @@ void accumulate_batch(uint n, inout float m, inout float s, inout vec2 acc[kMaxP
 }
 
 void main() {
-  const bool split = p.scheme == 1u;
+  load_attention_step();
+  const bool split = step.scheme == 1u;
   const uint index = flat_workgroup_index();
-  if (index >= p.n_tokens * p.n_head * (split ? p.n_chunks : 1u)) return;  // the whole workgroup
-  const uint head_index = split ? index / p.n_chunks : index, chunk = split ? index % p.n_chunks : 0u;
+  if (index >= p.n_tokens * p.n_head * (split ? step.n_chunks : 1u)) return;  // the whole workgroup
+  const uint head_index = split ? index / step.n_chunks : index, chunk = split ? index % step.n_chunks : 0u;
   const uint t = head_index / p.n_head, h = head_index % p.n_head;
   // The listed keys this workgroup reads: its chunk of llama.cpp's cells, or all of them.
-  const uint begin = split ? list_index(int(chunk * p.chunk_cells)) : 0u;
-  const uint end = split ? list_index(int((chunk + 1u) * p.chunk_cells)) : p.n_view;
+  const uint begin = split ? list_index(int(chunk * step.chunk_cells)) : 0u;
+  const uint end = split ? list_index(int((chunk + 1u) * step.chunk_cells)) : step.n_view;
   const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x;
   const uint dim = p.head_dim, pairs = dim / 2u;
   const uint kv_head = h / (p.n_head / p.n_head_kv);
