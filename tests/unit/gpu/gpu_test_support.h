@@ -19,13 +19,11 @@
 #include "backend/vulkan/pipeline.h"
 #include "backend/vulkan/transfer.h"
 #include "core/error.h"
+#include "vulkan_required.h"
 
 namespace channel::vulkan::testing {
 
-inline bool vulkan_required() {
-  const char* value = std::getenv("CHANNEL_REQUIRE_VULKAN");
-  return value != nullptr && std::strcmp(value, "1") == 0;
-}
+using channel::testing::vulkan_required;
 
 struct GpuContext {
   Device device;

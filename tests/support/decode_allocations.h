@@ -1,0 +1,78 @@
+// Counts what a backend's decode steps allocate (issues 8 and 12: nothing allocated in the decode
+// loop). Replaces the global operator new of the test binary that includes it (a counter beside
+// the usual allocation; the binary's other tests are unaffected), so include it from one source
+// file per binary. Only the allocations inside the backend's forward calls are counted, so that
+// what the stream bookkeeping around them allocates is not; a driver's own C allocations
+// (malloc) are not seen.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "engine/stream_context.h"
+#include "forwarding_backend.h"
+#include "test_models.h"
+
+namespace channel::testing {
+inline std::atomic<int64_t> allocations_made{0};
+}  // namespace channel::testing
+
+void* operator new(std::size_t size) {
+  channel::testing::allocations_made.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace channel::testing {
+
+// Counts the allocations made inside the wrapped backend's forward calls.
+class AllocationCountingBackend : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  bool forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted, std::span<const int32_t> candidates,
+               Logits& out) override {
+    const int64_t before = allocations_made.load();
+    const bool done = ForwardingBackend::forward(batch, view, wanted, candidates, out);
+    allocations += allocations_made.load() - before;
+    return done;
+  }
+  int64_t allocations = 0;
+};
+
+using BackendMaker = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)>;
+
+// Decodes 4 tokens after a prompt, then counts what 16 more decode steps allocate.
+inline int64_t decode_allocations(const SynthOptions& options, const BackendMaker& make_backend) {
+  TempDir dir;
+  const auto model = Model::load(synthesize(dir, options, "m.gguf"));
+  const int n_vocab = model->config().n_vocab;
+  const std::unique_ptr<Backend> inner = make_backend(model);
+  AllocationCountingBackend backend(*inner);
+  StreamContext context(backend, model->config());
+  Logits logits;
+  std::vector<int32_t> prompt(12);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 5) % n_vocab);
+  context.append(prompt, LogitsWanted::Last, logits);
+  const auto decode = [&](int steps) {
+    for (int i = 0; i < steps; ++i) {
+      const int32_t token = static_cast<int32_t>((i * 104729 + 17) % n_vocab);
+      context.append(std::span(&token, 1), LogitsWanted::Last, logits);
+    }
+  };
+  decode(4);
+  backend.allocations = 0;
+  decode(16);
+  return backend.allocations;
+}
+
+}  // namespace channel::testing
