@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "backend/vulkan/shaders/shared_memory.glsl"
 #include "core/error.h"
 
 namespace channel::vulkan {
@@ -37,7 +38,6 @@ static_assert(sizeof(RoundPush) == 32);
 constexpr uint32_t kQuantizeWorkgroup = 256;  // quantize_q8.comp local_size_x: values per workgroup
 constexpr uint32_t kRoundWorkgroup = 256;    // round_half.comp local_size_x
 constexpr int64_t kTileTokens = 64;          // matmul.comp BN
-constexpr uint32_t kTileStrideBytes = 40;     // matmul.comp: a block's 9 shared words and its scale
 constexpr int64_t kCoopTileTokens = 64;       // matmul_coop.comp BN
 uint64_t align16(uint64_t n) { return (n + 15) / 16 * 16; }
 
@@ -81,8 +81,8 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
     fail("Vulkan: matrix-vector workgroup of {} threads and {} rows is not possible on {}", options.matvec_workgroup,
          options.matvec_rows, device.info().name);
   }
-  const uint64_t tile_shared = uint64_t{options.tiled_k_blocks} * (16u * options.tiled_rows_per_thread + kTileTokens) *
-                               kTileStrideBytes;
+  const uint64_t tile_shared = 4u * static_cast<uint64_t>(SHARED_MATMUL_WORDS(
+                                         options.tiled_k_blocks, 16u * options.tiled_rows_per_thread, kTileTokens));
   if ((options.tiled_rows_per_thread != 4 && options.tiled_rows_per_thread != 8) || options.tiled_k_blocks == 0 ||
       tile_shared > device.info().max_compute_shared_memory) {
     fail("Vulkan: a matrix tile of {} rows per thread and {} blocks per step ({} bytes of shared memory) is not "
@@ -90,10 +90,9 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
          options.tiled_rows_per_thread, options.tiled_k_blocks, tile_shared, device.info().name,
          device.info().max_compute_shared_memory);
   }
-  // matmul_coop.comp: BM weight and 64 token rows of K_BLOCKS blocks (8 words each, 4 of padding)
-  // and their scales, and the two index tables of a 16 x 16 tile.
-  const uint64_t coop_k = options.cooperative_k_blocks;
-  const uint64_t coop_shared = (options.cooperative_tile_rows + kCoopTileTokens) * (coop_k * 36u + 16u) + 2u * 16u * 16u * 4u;
+  const uint64_t coop_shared = 4u * static_cast<uint64_t>(SHARED_COOP_WORDS(
+                                         options.cooperative_k_blocks, options.cooperative_tile_rows, kCoopTileTokens,
+                                         device.int8_matrix_n()));
   if (device.int8_matrix_n() != 0 &&
       (options.cooperative_k_blocks == 0 || (options.cooperative_tile_rows != 64 && options.cooperative_tile_rows != 128) ||
        coop_shared > device.info().max_compute_shared_memory)) {

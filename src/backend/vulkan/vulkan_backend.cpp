@@ -18,6 +18,7 @@
 #include "backend/vulkan/device_matrix.h"
 #include "backend/vulkan/row_dot_table.h"
 #include "backend/vulkan/shader_push.h"
+#include "backend/vulkan/shaders/shared_memory.glsl"
 #include "core/error.h"
 #include "model/gelu_table.h"
 #include "model/quantize.h"
@@ -134,9 +135,7 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
 // floats, a 64-cell tile of scores, the Q8_0 staging of one head), else the most that fit.
 // CHANNEL_VULKAN_ATTENTION_TOKENS=N overrides it, for tuning on a new device.
 uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
-  const auto shared_bytes = [&](uint32_t tokens) {
-    return 4u * (tokens * (max_head_dim + 1) + tokens * 64u + 64u + 4u * tokens + max_head_dim + max_head_dim / 32u);
-  };
+  const auto shared_bytes = [&](uint32_t tokens) { return 4u * SHARED_ATTENTION_WORDS(tokens, max_head_dim); };
   if (const char* text = std::getenv("CHANNEL_VULKAN_ATTENTION_TOKENS")) {
     unsigned tokens = 0;
     if (std::sscanf(text, "%u", &tokens) != 1 || tokens == 0 || tokens > 64 ||

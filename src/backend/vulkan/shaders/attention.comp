@@ -37,13 +37,14 @@ layout(constant_id = 1) const uint TOKENS = 8;
 #define QUANTIZE_CAPACITY MAX_HEAD_DIM
 #include "quantize_workgroup.glsl"
 
-const uint kTileCells = 64;
+const uint kTileCells = SHARED_ATTENTION_TILE_CELLS;
 const uint kQueryStride = MAX_HEAD_DIM + 1u;  // a token's query row, padded off the next one's banks
 const uint kMaxDimsPerLane = (MAX_HEAD_DIM + 255u) / 256u;
 const uint kPairs = (TOKENS * kTileCells + 255u) / 256u;  // (token, cell) pairs an invocation scores per tile
 
-shared float query[TOKENS * kQueryStride];
-shared float tile[TOKENS * kTileCells];  // the tile's scores, then its weights (< 0: adds nothing)
+// Sized as shared_memory.glsl's SHARED_ATTENTION_WORDS, by which the host picks TOKENS.
+shared float query[SHARED_ATTENTION_QUERY(TOKENS, MAX_HEAD_DIM)];
+shared float tile[SHARED_ATTENTION_TILE(TOKENS)];  // the tile's scores, then its weights (< 0: adds nothing)
 shared uint tile_slots[kTileCells];
 shared float running_max[TOKENS], running_sum[TOKENS], rescale[TOKENS];
 shared uint tile_live[TOKENS];  // 1: the token sees a key of the tile

@@ -32,12 +32,14 @@ const uint TN = 4;         // tokens per thread
 #ifdef QUANTIZED
 // Per step K_BLOCKS blocks of 32 values; shared rows of 8 packed words padded to 9 so that the
 // 16 row groups of a tile hit distinct banks: K_BLOCKS * (BM + BN) * 40 bytes (TM 4 with 2 blocks:
-// 10 KiB, under the 16 KiB every Vulkan device has; matmul_kernels.cpp checks the device's limit).
-const uint STRIDE = 9;
-shared uint w_tile[K_BLOCKS * BM * STRIDE];
-shared float w_scale[K_BLOCKS * BM];
-shared uint x_tile[K_BLOCKS * BN * STRIDE];
-shared float x_scale[K_BLOCKS * BN];
+// 10 KiB, under the 16 KiB every Vulkan device has; matmul_kernels.cpp checks the device's limit
+// with shared_memory.glsl's SHARED_MATMUL_WORDS).
+#include "shared_memory.glsl"
+const uint STRIDE = SHARED_MATMUL_STRIDE;
+shared uint w_tile[SHARED_MATMUL_TILE(K_BLOCKS, BM)];
+shared float w_scale[SHARED_MATMUL_SCALES(K_BLOCKS, BM)];
+shared uint x_tile[SHARED_MATMUL_TILE(K_BLOCKS, BN)];
+shared float x_scale[SHARED_MATMUL_SCALES(K_BLOCKS, BN)];
 // Each thread loads LOADS of the step's (BM + BN) * K_BLOCKS blocks (tile_loads.glsl).
 const uint LOADS = ((BM + BN) * K_BLOCKS + 255u) / 256u;
 #include "tile_loads.glsl"

@@ -41,14 +41,16 @@ const uint TILES_N = SUB / MMA_N;  // product tiles across a quarter's tokens
 const uint ELEMENTS = 16u * MMA_N / 32u;  // a lane's elements of a 16 x MMA_N tile (subgroups of 32; else NaN outputs)
 // Words per staged row: K_BLOCKS blocks of 8 words, padded by 4 so that rows start 16-byte
 // aligned (the matrix loads need it) and 4 banks apart.
-const uint STRIDE = K_BLOCKS * 8u + 4u;
+// Sized as shared_memory.glsl's SHARED_COOP_WORDS, which matmul_kernels.cpp checks.
+#include "shared_memory.glsl"
+const uint STRIDE = SHARED_COOP_STRIDE(K_BLOCKS);
 shared uint w_tile[BM * STRIDE];
 shared uint x_tile[BN * STRIDE];
 shared float w_scale[K_BLOCKS * BM];  // [block][row]
 shared float x_scale[K_BLOCKS * BN];  // [block][token]
 // Element e of a 16 x MMA_N tile (row e / MMA_N, column e % MMA_N) holds e, as int32 and as f32.
-shared int index_table[16 * MMA_N];
-shared float index_table_f[16 * MMA_N];
+shared int index_table[SHARED_COOP_INDEX_TABLE(MMA_N)];
+shared float index_table_f[SHARED_COOP_INDEX_TABLE(MMA_N)];
 
 // Each thread stages LOADS of the step's (BM + BN) * K_BLOCKS blocks: slots id, id + 128, ...;
 // slot s < BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the others

@@ -6,8 +6,9 @@
 // the activations of a decode step (a few thousand values) are quantized by many workgroups at
 // once, and a kernel that produces whole blocks (an attention head of a multiple of 32 values)
 // quantizes its own output instead of leaving it to another dispatch. Needs quantize_block.glsl.
-shared float quantize_values[QUANTIZE_CAPACITY];
-shared float quantize_inverse_scales[QUANTIZE_CAPACITY / 32];
+#include "shared_memory.glsl"
+shared float quantize_values[SHARED_QUANTIZE_VALUES(QUANTIZE_CAPACITY)];
+shared float quantize_inverse_scales[SHARED_QUANTIZE_SCALES(QUANTIZE_CAPACITY)];
 
 // The blocks of quantize_values[0, n) (n a multiple of 32) to q (packed int8 words, element 4j + k
 // in byte k of word j) and d (f32 scales), the addresses of the first block's. Every invocation
