@@ -136,14 +136,14 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
     // a readback on a GPU, so a backend that throws after writing part of a wrapped ring's slot
     // leaves that slot damaged.
     const bool undoable = !ring_.transient();
-    kv::RingState ring_before;
-    if (undoable) ring_before = ring_.state();
+    if (undoable) ring_.save_state(ring_before_);
     std::vector<uint32_t> live_before;
     if (cancelled) {
       live_before = ring_.global_view().to_vector();
       std::sort(live_before.begin(), live_before.end());
     }
-    const kv::Placement placement = ring_.append(static_cast<uint32_t>(n));
+    ring_.append(static_cast<uint32_t>(n), placement_);
+    const kv::Placement& placement = placement_;
     apply(placement.rotations);
     if (!placement.displaced.empty()) {
       KvBlob displaced;
@@ -172,12 +172,12 @@ bool StreamContext::append(std::span<const int32_t> tokens, LogitsWanted wanted,
                                   chunk_wanted == LogitsWanted::Candidates ? candidates : std::span<const int32_t>(),
                                   chunk_logits);
     } catch (...) {
-      if (undoable) undo_chunk(ring_before, placement.rotations, overwritten);
+      if (undoable) undo_chunk(ring_before_, placement.rotations, overwritten);
       discard_logits(out);
       throw;
     }
     if (!finished) {
-      undo_chunk(ring_before, placement.rotations, overwritten);
+      undo_chunk(ring_before_, placement.rotations, overwritten);
       discard_logits(out);
       return false;
     }

@@ -76,6 +76,10 @@ class StreamContext {
   // The logits of one chunk of a call of several chunks, kept so that its storage is reused (a
   // call of one chunk, every decode step, has the backend write straight into the caller's).
   Logits chunk_logits_;
+  // A chunk's placement and the ring's state before it, kept likewise: a decode step allocates
+  // nothing here.
+  kv::Placement placement_;
+  kv::RingState ring_before_;
 };
 
 // The same keys and values placed in `slots` at `positions`: each key moves by the difference of

@@ -70,12 +70,15 @@ void KvRing::evict_through(int64_t clock) {
   }
 }
 
-Placement KvRing::append(uint32_t n) {
+void KvRing::append(uint32_t n, Placement& placement) {
   if (n == 0) fail("nothing to append");
   if (n > max_batch()) {
     fail("{} tokens do not fit: at most {} {} tokens per batch", n, max_batch(), transient_ ? "transient" : "ring");
   }
-  Placement placement;
+  placement.slots.clear();
+  placement.positions.clear();
+  placement.rotations.clear();
+  placement.displaced.clear();
   const int64_t first_query = clock_;
   if (transient_) {
     for (uint32_t i = 0; i < n; ++i) {
@@ -97,7 +100,7 @@ Placement KvRing::append(uint32_t n) {
       transient_shift_ += excess;
     }
     rebuild_views(first_query);
-    return placement;
+    return;
   }
 
   const int64_t ring = ring_slots();
@@ -121,7 +124,6 @@ Placement KvRing::append(uint32_t n) {
   rebase_if_needed(placement.rotations);
   committed_first_query_ = first_query;
   rebuild_views(first_query);
-  return placement;
 }
 
 uint32_t KvRing::place_transient(int64_t clock, Placement& placement) {

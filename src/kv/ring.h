@@ -64,8 +64,15 @@ class KvRing {
   // Starts a new span at the current clock; tokens appended before any mark form a User span.
   void mark_span(SpanType type);
 
-  // Places the next `n` tokens (1..max_batch()) and updates the views to include them.
-  Placement append(uint32_t n);
+  // Places the next `n` tokens (1..max_batch()) and updates the views to include them. The
+  // second form refills `placement`, keeping its vectors' storage: a decode loop that keeps one
+  // Placement appends a token at a time without allocating.
+  Placement append(uint32_t n) {
+    Placement placement;
+    append(n, placement);
+    return placement;
+  }
+  void append(uint32_t n, Placement& placement);
   uint32_t max_batch() const;
 
   // Transient tokens: begin_transient() returns the clock to roll back to; appends until
@@ -109,7 +116,13 @@ class KvRing {
   // pending. restore() checks the state against the geometry and the retention contract and
   // throws channel::Error, with the ring unchanged, if this ring could never have been in it;
   // otherwise the ring, its slot tables and its views are exactly as when the state was taken.
-  RingState state() const;
+  RingState state() const {
+    RingState s;
+    save_state(s);
+    return s;
+  }
+  // state() into `out`, reusing its storage (the decode loop keeps the state before each token).
+  void save_state(RingState& out) const;
   void restore(const RingState& state);
 
  private:

@@ -113,26 +113,25 @@ void derive_slot_tables(const RingState& s, std::vector<int64_t>& clocks, std::v
 
 }  // namespace
 
-RingState KvRing::state() const {
+void KvRing::save_state(RingState& s) const {
   if (transient_) fail("the KV ring cannot be saved while transient tokens are pending");
   const bool anchors_written = anchors_ > 0 && clock_ > 0;
   const bool recall = recall_count_ > 0;
-  RingState s{.anchors = anchors_,
-              .clock = clock_,
-              .oldest_live = oldest_live_,
-              .spans = {spans_.begin(), spans_.end()},
-              .pending_type = pending_type_,
-              .anchor_position = anchors_written ? slot_position_[0] : 0,
-              .recall_count = recall_count_,
-              .recall_clock = recall ? slot_clock_[kRecallBase] : 0,
-              .recall_position = recall ? slot_position_[kRecallBase] : 0,
-              .committed_first_query = committed_first_query_};
+  s.anchors = anchors_;
+  s.clock = clock_;
+  s.oldest_live = oldest_live_;
+  s.spans.assign(spans_.begin(), spans_.end());
+  s.pending_type = pending_type_;
+  s.anchor_position = anchors_written ? slot_position_[0] : 0;
+  s.recall_count = recall_count_;
+  s.recall_clock = recall ? slot_clock_[kRecallBase] : 0;
+  s.recall_position = recall ? slot_position_[kRecallBase] : 0;
+  s.committed_first_query = committed_first_query_;
 #ifndef NDEBUG
   std::vector<int64_t> clocks, positions;
   derive_slot_tables(s, clocks, positions);
   assert(clocks == slot_clock_ && positions == slot_position_);  // the state says it all
 #endif
-  return s;
 }
 
 void KvRing::restore(const RingState& s) {

@@ -1,9 +1,8 @@
-// Counts what a backend's decode steps allocate (issues 8 and 12: nothing allocated in the decode
-// loop). Replaces the global operator new of the test binary that includes it (a counter beside
-// the usual allocation; the binary's other tests are unaffected), so include it from one source
-// file per binary. Only the allocations inside the backend's forward calls are counted, so that
-// what the stream bookkeeping around them allocates is not; a driver's own C allocations
-// (malloc) are not seen.
+// Counts what decode steps allocate (issues 8 and 12: nothing allocated in the decode loop):
+// StreamContext::append of one token, the ring's bookkeeping and the backend's forward pass.
+// Replaces the global operator new of the test binary that includes it (a counter beside the
+// usual allocation; the binary's other tests are unaffected), so include it from one source file
+// per binary. A driver's own C allocations (malloc) are not seen.
 #pragma once
 
 #include <atomic>
@@ -15,7 +14,6 @@
 #include <vector>
 
 #include "engine/stream_context.h"
-#include "forwarding_backend.h"
 #include "test_models.h"
 
 namespace channel::testing {
@@ -35,32 +33,20 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace channel::testing {
 
-// Counts the allocations made inside the wrapped backend's forward calls.
-class AllocationCountingBackend : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  bool forward(const Batch& batch, const AttentionView& view, LogitsWanted wanted, std::span<const int32_t> candidates,
-               Logits& out) override {
-    const int64_t before = allocations_made.load();
-    const bool done = ForwardingBackend::forward(batch, view, wanted, candidates, out);
-    allocations += allocations_made.load() - before;
-    return done;
-  }
-  int64_t allocations = 0;
-};
-
 using BackendMaker = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)>;
 
-// Decodes 4 tokens after a prompt, then counts what 16 more decode steps allocate.
-inline int64_t decode_allocations(const SynthOptions& options, const BackendMaker& make_backend) {
+// Decodes 4 tokens after a prompt of prompt_tokens, then counts what 16 more decode steps
+// allocate: the stream's bookkeeping (placement, views, the ring's state kept for an undo, whole
+// spans evicted once the ring has wrapped) and the backend's forward.
+inline int64_t decode_allocations(const SynthOptions& options, const BackendMaker& make_backend,
+                                  size_t prompt_tokens = 12) {
   TempDir dir;
   const auto model = Model::load(synthesize(dir, options, "m.gguf"));
   const int n_vocab = model->config().n_vocab;
-  const std::unique_ptr<Backend> inner = make_backend(model);
-  AllocationCountingBackend backend(*inner);
-  StreamContext context(backend, model->config());
+  const std::unique_ptr<Backend> backend = make_backend(model);
+  StreamContext context(*backend, model->config());
   Logits logits;
-  std::vector<int32_t> prompt(12);
+  std::vector<int32_t> prompt(prompt_tokens);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 5) % n_vocab);
   context.append(prompt, LogitsWanted::Last, logits);
   const auto decode = [&](int steps) {
@@ -70,9 +56,9 @@ inline int64_t decode_allocations(const SynthOptions& options, const BackendMake
     }
   };
   decode(4);
-  backend.allocations = 0;
+  const int64_t before = allocations_made.load();
   decode(16);
-  return backend.allocations;
+  return allocations_made.load() - before;
 }
 
 }  // namespace channel::testing

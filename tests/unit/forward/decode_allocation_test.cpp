@@ -27,6 +27,12 @@ TEST(DecodeAllocations, DenseLayersOfEveryWeightType) {
   }
 }
 
+// Past 4096 tokens: the ring has wrapped, so each decoded token evicts (whole spans) and
+// overwrites a live slot.
+TEST(DecodeAllocations, WithTheRingWrapped) {
+  EXPECT_EQ(decode_allocations(default_synth_options(ModelArch::Gemma3), cpu_backend(2), 4200), 0);
+}
+
 TEST(DecodeAllocations, MixtureOfExpertsLayers) {
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::F32}) {
     EXPECT_EQ(decode_allocations(testing::moe_options(type), cpu_backend(2)), 0) << ggml_type_traits(type).name;
