@@ -2,11 +2,9 @@
 // every weight once, so where the bytes sit matters as much as the kernels: each matrix of the
 // model's file moves into huge-page memory (core/huge_page_buffer.h) when the backend starts, and
 // the file's pages behind it are released, so the process holds each weight once. On the way,
-// Q4_0 matrices whose rows split into row groups are repacked (row_groups.h), and so is a Q8_0
-// output projection (one token per step; Q8_0 layer matrices keep the GGUF layout, whose kernels
-// share weight blocks among a prefill's tokens); the others are copied as they are. Matrices the
-// load converted (held in the model's own memory) stay where they are: a copy would hold them
-// twice. Left out: MoE experts (read a few rows of a stacked tensor at a time), the token
+// Q4_0 and Q8_0 matrices whose rows split into row groups are repacked (row_groups.h); the others
+// are copied as they are. Matrices the load converted (held in the model's own memory) stay where
+// they are: a copy would hold them twice. Left out: MoE experts (read a few rows of a stacked tensor at a time), the token
 // embeddings' look-up and a probe's candidate rows, which read the model's own view row by row.
 #pragma once
 
@@ -43,15 +41,14 @@ class KernelWeights {
   const WeightMatrix& output() const { return output_; }
 
  private:
-  // Calls visit(matrix, its view here, whether it is the output projection) for every matrix of
-  // the model the kernels read, in a fixed order.
+  // Calls visit(matrix, its view here) for every matrix of the model the kernels read, in a fixed
+  // order.
   template <class Visit>
   void for_each_matrix(const Model& model, Visit&& visit);
   // Whether `w` moves into the arena (see above).
-  static bool moves_to_arena(const Model& model, const WeightMatrix& w, bool output);
+  static bool moves_to_arena(const Model& model, const WeightMatrix& w);
   // `w` repacked or copied into `out` (as many bytes as `w`), its file pages released.
-  static WeightMatrix move_to(const Model& model, const WeightMatrix& w, bool output, uint8_t* out,
-                              ThreadPool& pool);
+  static WeightMatrix move_to(const Model& model, const WeightMatrix& w, uint8_t* out, ThreadPool& pool);
 
   // One buffer for all moved matrices: per-matrix buffers would each round up to whole huge
   // pages (~1 MiB lost per matrix, 300 MB on gemma3-1b's 182 matrices).

@@ -10,37 +10,45 @@
 namespace channel::cpu {
 namespace {
 
-SynthOptions q4_0_model(GgmlType weight_type) {
+SynthOptions gemma3_model(GgmlType weight_type) {
   SynthOptions options = default_synth_options(ModelArch::Gemma3);
   options.weight_type = weight_type;
   return options;
 }
 
-TEST(KernelWeightsTest, RepacksTheFilesQ4_0MatricesOfWholeRowGroups) {
-  const testing::TempDir dir;
-  const auto model = Model::load(testing::synthesize(dir, q4_0_model(GgmlType::Q4_0), "q4.gguf"));
-  ThreadPool pool(2);
-  const KernelWeights weights(*model, pool);
-  int repacked = 0;
-  for (size_t il = 0; il < model->layers().size(); ++il) {
-    const LayerWeights& w = model->layers()[il];
-    const LayerMatrices& m = weights.layer(static_cast<int>(il));
-    for (const auto& [original, kernel] : {std::pair{&w.wq, &m.wq}, {&w.wo, &m.wo}, {&w.ffn_gate, &m.ffn_gate},
-                                           {&w.ffn_up, &m.ffn_up}, {&w.ffn_down, &m.ffn_down}}) {
-      const bool whole_groups = original->rows % kRowGroupRows == 0;
-      EXPECT_EQ(kernel->layout, whole_groups ? WeightLayout::kRowGroups : WeightLayout::kGguf) << "layer " << il;
-      EXPECT_EQ(kernel->data != original->data, whole_groups);
-      repacked += whole_groups;
+TEST(KernelWeightsTest, RepacksTheFilesQuantizedMatricesOfWholeRowGroups) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    SCOPED_TRACE(ggml_type_traits(type).name);
+    const testing::TempDir dir;
+    SynthOptions options = gemma3_model(type);
+    options.embedding_type = type;  // the tied output projection
+    const auto model = Model::load(testing::synthesize(dir, options, "m.gguf"));
+    ThreadPool pool(2);
+    const KernelWeights weights(*model, pool);
+    int repacked = 0;
+    for (size_t il = 0; il < model->layers().size(); ++il) {
+      const LayerWeights& w = model->layers()[il];
+      const LayerMatrices& m = weights.layer(static_cast<int>(il));
+      for (const auto& [original, kernel] : {std::pair{&w.wq, &m.wq}, {&w.wo, &m.wo}, {&w.ffn_gate, &m.ffn_gate},
+                                             {&w.ffn_up, &m.ffn_up}, {&w.ffn_down, &m.ffn_down}}) {
+        const bool whole_groups = original->rows % kRowGroupRows == 0;
+        EXPECT_EQ(kernel->layout, whole_groups ? WeightLayout::kRowGroups : WeightLayout::kGguf) << "layer " << il;
+        EXPECT_EQ(kernel->data != original->data, whole_groups);
+        repacked += whole_groups;
+      }
     }
+    EXPECT_GT(repacked, 0) << "the synthesized model has no matrix of whole row groups: the test checks nothing";
+    EXPECT_EQ(weights.output().layout, WeightLayout::kRowGroups);
+    EXPECT_EQ(weights.output().type, type);
+    EXPECT_NE(weights.output().data, model->output().data);
   }
-  EXPECT_GT(repacked, 0) << "the synthesized model has no matrix of whole row groups: the test checks nothing";
 }
 
 TEST(KernelWeightsTest, LeavesMatricesTheLoadConvertedWhereTheyAre) {
   const testing::TempDir dir;
   ModelLoadOptions to_q4;
   to_q4.conversion = LoadConversion::uniform(GgmlType::Q4_0);
-  const auto converted = Model::load(testing::synthesize(dir, q4_0_model(GgmlType::F32), "f32.gguf"), to_q4);
+  const auto converted = Model::load(testing::synthesize(dir, gemma3_model(GgmlType::F32), "f32.gguf"), to_q4);
   ThreadPool pool(2);
   const KernelWeights weights(*converted, pool);
   for (size_t il = 0; il < converted->layers().size(); ++il) {
@@ -59,21 +67,15 @@ void expect_copied(const WeightMatrix& w, const WeightMatrix& kernel) {
   EXPECT_EQ(std::memcmp(kernel.data, w.data, bytes), 0);
 }
 
-TEST(KernelWeightsTest, CopiesTheFilesQ8_0LayerMatricesAsTheyAre) {
+TEST(KernelWeightsTest, CopiesTheFilesFloatMatricesAsTheyAre) {
   const testing::TempDir dir;
-  SynthOptions options = q4_0_model(GgmlType::Q8_0);
-  options.embedding_type = GgmlType::Q8_0;  // the tied output projection
-  const auto q8 = Model::load(testing::synthesize(dir, options, "q8.gguf"));
+  const auto f16 = Model::load(testing::synthesize(dir, gemma3_model(GgmlType::F16), "f16.gguf"));
   ThreadPool pool(2);
-  const KernelWeights weights(*q8, pool);
-  for (size_t il = 0; il < q8->layers().size(); ++il) {
-    expect_copied(q8->layers()[il].ffn_gate, weights.layer(static_cast<int>(il)).ffn_gate);
-    expect_copied(q8->layers()[il].wq, weights.layer(static_cast<int>(il)).wq);
+  const KernelWeights weights(*f16, pool);
+  for (size_t il = 0; il < f16->layers().size(); ++il) {
+    expect_copied(f16->layers()[il].ffn_gate, weights.layer(static_cast<int>(il)).ffn_gate);
+    expect_copied(f16->layers()[il].wq, weights.layer(static_cast<int>(il)).wq);
   }
-  // The output projection, one token per step, is repacked (the layers' Q8_0 matrices are not).
-  EXPECT_EQ(weights.output().layout, WeightLayout::kRowGroups);
-  EXPECT_EQ(weights.output().type, GgmlType::Q8_0);
-  EXPECT_NE(weights.output().data, q8->output().data);
 }
 
 }  // namespace
