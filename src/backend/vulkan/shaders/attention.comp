@@ -130,9 +130,14 @@ void main() {
       any_visible = any_visible || visible[k];
     }
     if (any_visible) {
-      // simd_gemm's score: a fused multiply-add chain over the head dims from 0.
-      for (uint d = 0; d < dim; ++d) {
-        [[unroll]] for (uint k = 0; k < kPairs; ++k) score[k] = fma(query[query_row[k] + d], float(F16Ptr(key[k]).v[d]), score[k]);
+      // simd_gemm's score: a fused multiply-add chain over the head dims from 0, the key read four
+      // dims a load (a head is a multiple of 16 dims, its rows 32-byte aligned).
+      for (uint d = 0; d < dim; d += 4u) {
+        vec4 key_values[kPairs];
+        [[unroll]] for (uint k = 0; k < kPairs; ++k) key_values[k] = vec4(F16x4Ptr(key[k]).v[d / 4u]);
+        [[unroll]] for (uint i = 0; i < 4u; ++i) {
+          [[unroll]] for (uint k = 0; k < kPairs; ++k) score[k] = fma(query[query_row[k] + d + i], key_values[k][i], score[k]);
+        }
       }
     }
     [[unroll]] for (uint k = 0; k < kPairs; ++k) {

@@ -19,6 +19,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32Ptr { uin
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32Ptr { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16Ptr { uint16_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16Ptr { float16_t v[]; };
+// Four f16 values in one 8-byte load, for rows read value after value (8-byte aligned).
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer F16x4Ptr { f16vec4 v[]; };
 // 16-byte loads: split quantized blocks (device_matrix.h) and packed int8 activations.
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer U128Ptr { uvec4 v[]; };
 
