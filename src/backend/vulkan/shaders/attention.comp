@@ -97,6 +97,15 @@ void main() {
   [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k)
     [[unroll]] for (uint j = 0; j < TOKENS; ++j) out_values[k][j] = 0.0;
 
+  // The tokens of this invocation's (token, cell) pairs are the same in every tile: their
+  // positions and the lowest positions they see, read once.
+  int pair_position[kPairs], pair_min_position[kPairs];
+  [[unroll]] for (uint k = 0; k < kPairs; ++k) {
+    const uint tq = (lane + k * 256u) % TOKENS;
+    pair_position[k] = t0 + tq < p.n_tokens ? I32Ptr(p.positions).v[t0 + tq] : 0;
+    pair_min_position[k] = min_visible_position(pair_position[k]);
+  }
+
   const int first_tile = step.first_cell / int(kTileCells);
   const int end_tile = (step.first_cell + int(step.n_view) + int(kTileCells) - 1) / int(kTileCells);
   for (int tile_index = first_tile; tile_index < end_tile; ++tile_index) {
@@ -119,9 +128,8 @@ void main() {
       const uint c = e / TOKENS, tq = e % TOKENS;
       const int i = base + int(c);
       if (i < 0 || i >= int(step.n_view) || t0 + tq >= p.n_tokens) continue;
-      const int position = I32Ptr(p.positions).v[t0 + tq];
       uint slot;
-      visible[k] = visible_key(uint(i), position, min_visible_position(position), slot);
+      visible[k] = visible_key(uint(i), pair_position[k], pair_min_position[k], slot);
       if (visible[k]) {
         query_row[k] = tq * kQueryStride;
         key[k] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
