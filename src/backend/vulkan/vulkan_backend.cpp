@@ -521,7 +521,8 @@ bool VulkanBackend::forward(const Batch& batch, const AttentionView& view, Logit
   return true;
 }
 
-void VulkanBackend::write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step) {
+VulkanBackend::AttentionSplit VulkanBackend::write_step_inputs(const Batch& batch, const AttentionView& view,
+                                                               const Step& step) {
   // The host-visible inputs may be written only while nothing recorded earlier still reads them.
   wait_for_all_sequences();
   std::memcpy(tokens_.mapped(), batch.tokens.data() + step.first, step.n_tokens * 4);
@@ -541,11 +542,12 @@ void VulkanBackend::write_step_inputs(const Batch& batch, const AttentionView& v
       }
     }
   }
-  write_attention_steps(view, step.n_tokens);
+  const AttentionSplit split = write_attention_steps(view, step.n_tokens);
   if (model_->config().has_per_layer_embeddings()) write_per_layer_token_rows(batch, step);
+  return split;
 }
 
-void VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t n_tokens) {
+VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t n_tokens) {
   struct ListedView {
     uint32_t count = 0;
     int32_t first_cell = 0;
@@ -569,6 +571,7 @@ void VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t n_
     groups[2] = 1;
   };
   auto* steps = reinterpret_cast<AttentionStepParams*>(attention_steps_.mapped());
+  AttentionSplit split_layers;
   for (int il = 0; il < config.n_layer; ++il) {
     const LayerConfig& lc = config.layers[il];
     const ListedView& listed = lc.sliding ? sliding : global;
@@ -578,10 +581,12 @@ void VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t n_
     // Tiled: a workgroup per (block of tiled_attention_tokens_ tokens, head); split-KV: per (head,
     // chunk), then the chunks merged per head; one-row: per (token, head).
     const bool split = a.scheme == 1;
+    (lc.sliding ? split_layers.sliding : split_layers.global) |= split;
     set_groups(p.attention_groups, a.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_attention_tokens_)} * lc.n_head
                                                  : uint64_t{n_tokens} * lc.n_head * (split ? a.n_chunks : 1));
     set_groups(p.combine_groups, split ? static_cast<uint64_t>(lc.n_head) : 0);
   }
+  return split_layers;
 }
 
 void VulkanBackend::write_per_layer_token_rows(const Batch& batch, const Step& step) {
@@ -597,7 +602,8 @@ void VulkanBackend::write_per_layer_token_rows(const Batch& batch, const Step& s
 bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, const Step& step,
                                  LogitsWanted wanted, std::span<const int32_t> candidates, Logits& out) {
   const ModelConfig& config = model_->config();
-  host_timed("step inputs", [&] { write_step_inputs(batch, view, step); });
+  AttentionSplit split;
+  host_timed("step inputs", [&] { split = write_step_inputs(batch, view, step); });
   const uint32_t n = step.n_tokens;
   const uint32_t n_cand = static_cast<uint32_t>(candidates.size());
   if (wanted == LogitsWanted::Candidates) std::memcpy(candidates_.mapped(), candidates.data(), n_cand * 4);
@@ -606,7 +612,7 @@ bool VulkanBackend::forward_step(const Batch& batch, const AttentionView& view, 
   // the pass (no device round trip of their own); more rows follow in passes of their own.
   const bool logits_in_pass = wanted != LogitsWanted::None && (wanted != LogitsWanted::All || n <= kMaxLogitRows);
   const bool copy_hidden = batch.last_hidden != nullptr && step.first + n == batch.tokens.size();
-  const PassShape shape{n, logits_in_pass ? wanted : LogitsWanted::None,
+  const PassShape shape{n, split, logits_in_pass ? wanted : LogitsWanted::None,
                         wanted == LogitsWanted::Candidates ? n_cand : 0,
                         copy_hidden && (logits_in_pass || wanted == LogitsWanted::None)};
   profile_batch_ = n > 1;
@@ -668,7 +674,7 @@ VulkanBackend::RecordedPass& VulkanBackend::recorded_pass(const PassShape& shape
     const int first = static_cast<int>(i) * per_submit, last = std::min(n_layer, first + per_submit);
     record(sequence, [&](CommandSequence& seq) {
       if (first == 0) record_embed(seq, shape.n_tokens);
-      for (int il = first; il < last; ++il) record_layer(seq, il, shape.n_tokens);
+      for (int il = first; il < last; ++il) record_layer(seq, il, shape);
       if (last == n_layer) record_pass_outputs(seq, shape);
     });
   }
@@ -783,13 +789,15 @@ PreparedActivations VulkanBackend::record_norm_input(CommandSequence& seq, GgmlT
   return prepared;
 }
 
-void VulkanBackend::record_layer(CommandSequence& seq, int il, uint32_t n_tokens) {
-  record_attention(seq, il, n_tokens);
+void VulkanBackend::record_layer(CommandSequence& seq, int il, const PassShape& shape) {
+  const uint32_t n_tokens = shape.n_tokens;
+  record_attention(seq, il, shape);
   record_ffn(seq, il, n_tokens);
   if (model_->config().has_per_layer_embeddings()) record_per_layer_embedding(seq, il, n_tokens);
 }
 
-void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_tokens) {
+void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassShape& shape) {
+  const uint32_t n_tokens = shape.n_tokens;
   const ModelConfig& config = model_->config();
   const LayerConfig& lc = config.layers[il];
   const LayerWeights& w = layers_[il];
@@ -872,8 +880,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, uint32_t n_to
   static constexpr const char* kAttentionStage[2][2] = {{"attention (global)", "attention (sliding)"},
                                                          {"attention tiled (global)", "attention tiled (sliding)"}};
   mark(seq, kAttentionStage[tiled ? 1 : 0][lc.sliding ? 1 : 0]);
-  if (may_split_attention(n_tokens)) {
-    // Split-KV steps merge the chunks per head; other steps dispatch no workgroups here.
+  if (lc.sliding ? shape.split.sliding : shape.split.global) {  // the chunks merged per head
     const CombinePush combine{partials_.address(),
                               attn_.address(),
                               quantized_output.values,

@@ -70,10 +70,17 @@ class VulkanBackend final : public Backend {
     uint32_t first = 0;     // index of its first token in the batch
     uint32_t n_tokens = 0;
   };
+  // Which layer types' attention is split-KV in a step (decode over 257+ cells): their chunks
+  // are merged by a dispatch of its own, which other steps do not record.
+  struct AttentionSplit {
+    bool global = false, sliding = false;
+    bool operator==(const AttentionSplit&) const = default;
+  };
   // What a recorded forward pass depends on beside the contents of the buffers it reads: a step
   // of the same shape replays it.
   struct PassShape {
     uint32_t n_tokens = 0;
+    AttentionSplit split;
     LogitsWanted logits = LogitsWanted::None;  // computed at the end of the pass (<= kMaxLogitRows rows)
     uint32_t n_candidates = 0;
     bool copy_hidden = false;  // the last token's hidden state copied out at the end of the pass
@@ -95,9 +102,9 @@ class VulkanBackend final : public Backend {
   void allocate_state();
   bool forward_step(const Batch& batch, const AttentionView& view, const Step& step, LogitsWanted wanted,
                     std::span<const int32_t> candidates, Logits& out);
-  void write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step);
+  AttentionSplit write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step);
   // Each layer's AttentionStepParams for this step's views.
-  void write_attention_steps(const AttentionView& view, uint32_t n_tokens);
+  AttentionSplit write_attention_steps(const AttentionView& view, uint32_t n_tokens);
   void write_per_layer_token_rows(const Batch& batch, const Step& step);
   // The pass recorded for `shape` (recorded now if it is not among the last kMaxRecordedPasses).
   RecordedPass& recorded_pass(const PassShape& shape);
@@ -111,8 +118,8 @@ class VulkanBackend final : public Backend {
   void record_embed(CommandSequence& seq, uint32_t n_tokens);
   // Gemma 4 E-models: every layer's per-layer embedding input, once per step after the embedding.
   void record_per_layer_inputs(CommandSequence& seq, uint32_t n_tokens);
-  void record_layer(CommandSequence& seq, int il, uint32_t n_tokens);
-  void record_attention(CommandSequence& seq, int il, uint32_t n_tokens);
+  void record_layer(CommandSequence& seq, int il, const PassShape& shape);
+  void record_attention(CommandSequence& seq, int il, const PassShape& shape);
   void record_ffn(CommandSequence& seq, int il, uint32_t n_tokens);
   void record_per_layer_embedding(CommandSequence& seq, int il, uint32_t n_tokens);
   // The sandwich norm of proj_ (by `norm`) into the residual and the layer's output scale, which
