@@ -33,6 +33,9 @@ layout(push_constant, std430) uniform InputsParams {
 } p;
 
 shared float head[MAX_HEAD_DIM];
+// Values and RoPE pairs an invocation holds (workgroups of at least 32 invocations).
+const uint kMaxPerLane = (MAX_HEAD_DIM + 31u) / 32u;
+const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 31u) / 32u;
 
 void main() {
   const uint heads = p.n_head + 2u * p.n_head_kv;
@@ -46,34 +49,44 @@ void main() {
   const uint64_t source = is_query ? p.q + (uint64_t(t) * p.n_head * dim + h * dim) * 4u
                                    : (is_key ? p.k : p.v) + (uint64_t(t) * p.n_head_kv * dim + kv_head * dim) * 4u;
   F32Ptr src = F32Ptr(source);
+  const bool rotated = is_query || is_key;  // normed with weights, then RoPE
+  const bool normed = rotated || p.v_norm != 0u;
+
+  // Every global read first (the head, its norm weights, its RoPE angles), so that their
+  // latencies overlap instead of following one another through the reduction and the barriers.
+  float x[kMaxPerLane], weights[kMaxPerLane];
+  F32Ptr weight = F32Ptr(is_query ? p.q_norm : p.k_norm);
+  for (uint k = 0, d = lane; k < kMaxPerLane; ++k, d += stride) {
+    x[k] = d < dim ? src.v[d] : 0.0;
+    weights[k] = d < dim && rotated ? weight.v[d] : 1.0;
+  }
+  const uint half_rot = rotated ? p.n_rot / 2u : 0u;
+  F32Ptr rope = F32Ptr(p.rope + uint64_t(t) * (p.n_rot / 2u) * 8u);
+  vec2 angles[kMaxPairsPerLane];  // cos, sin of pairs lane, lane + stride, ...
+  for (uint k = 0, i = lane; k < kMaxPairsPerLane; ++k, i += stride) {
+    angles[k] = i < half_rot ? vec2(rope.v[2u * i], rope.v[2u * i + 1u]) : vec2(1.0, 0.0);
+  }
 
   // RMSNorm over the head (weighted for Q and K, unweighted for V when v_norm).
   double squares = 0.0;
-  for (uint d = lane; d < dim; d += stride) {
-    precise float square = src.v[d] * src.v[d];
+  for (uint k = 0, d = lane; k < kMaxPerLane && d < dim; ++k, d += stride) {
+    precise float square = x[k] * x[k];
     squares += double(square);
   }
-  const bool normed = is_query || is_key || p.v_norm != 0u;
   const float scale = rms_scale(workgroup_sum_f64(squares), dim, p.eps);
-  F32Ptr weight = F32Ptr(is_query ? p.q_norm : p.k_norm);
-  for (uint d = lane; d < dim; d += stride) {
-    const float x = src.v[d];
-    head[d] = !normed ? x : (is_query || is_key ? x * scale * weight.v[d] : x * scale);
+  for (uint k = 0, d = lane; k < kMaxPerLane && d < dim; ++k, d += stride) {
+    head[d] = !normed ? x[k] : x[k] * scale * weights[k];  // x * scale * 1.0 is x * scale: V's unweighted norm
   }
   barrier();
 
   // RoPE on queries and keys: pairs (i, i + n_rot/2), dims from n_rot on unchanged, fused as
   // the CPU backend (model/rope.h RopeTable::apply). Each pair belongs to one invocation, which
   // reads and writes both of its values.
-  if (is_query || is_key) {
-    const uint half_rot = p.n_rot / 2u;
-    F32Ptr rope = F32Ptr(p.rope + uint64_t(t) * half_rot * 8u);
-    for (uint i = lane; i < half_rot; i += stride) {
-      const float c = rope.v[2u * i], s = rope.v[2u * i + 1u];
-      const float x0 = head[i], x1 = head[i + half_rot];
-      head[i] = fma(x0, c, -(x1 * s));
-      head[i + half_rot] = fma(x0, s, x1 * c);
-    }
+  for (uint k = 0, i = lane; k < kMaxPairsPerLane && i < half_rot; ++k, i += stride) {
+    const float c = angles[k].x, s = angles[k].y;
+    const float x0 = head[i], x1 = head[i + half_rot];
+    head[i] = fma(x0, c, -(x1 * s));
+    head[i + half_rot] = fma(x0, s, x1 * c);
   }
   barrier();
 
