@@ -127,11 +127,17 @@ void KvRing::save_state(RingState& s) const {
   s.recall_clock = recall ? slot_clock_[kRecallBase] : 0;
   s.recall_position = recall ? slot_position_[kRecallBase] : 0;
   s.committed_first_query = committed_first_query_;
+}
+
+RingState KvRing::state() const {
+  RingState s;
+  save_state(s);
 #ifndef NDEBUG
   std::vector<int64_t> clocks, positions;
   derive_slot_tables(s, clocks, positions);
   assert(clocks == slot_clock_ && positions == slot_position_);  // the state says it all
 #endif
+  return s;
 }
 
 void KvRing::restore(const RingState& s) {

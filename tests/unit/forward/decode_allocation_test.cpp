@@ -12,11 +12,15 @@ namespace {
 
 using testing::decode_allocations;
 
+#define SKIP_WITHOUT_ALLOCATION_COUNTER() \
+  if (!testing::kCountsAllocations) GTEST_SKIP() << "allocations are not counted under AddressSanitizer"
+
 testing::BackendMaker cpu_backend(int threads) {
   return [threads](std::shared_ptr<const Model> model) { return std::make_unique<cpu::CpuBackend>(model, threads); };
 }
 
 TEST(DecodeAllocations, DenseLayersOfEveryWeightType) {
+  SKIP_WITHOUT_ALLOCATION_COUNTER();
   for (ModelArch arch : {ModelArch::Gemma3, ModelArch::Gemma4}) {
     for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::BF16, GgmlType::F16, GgmlType::F32}) {
       SynthOptions o = default_synth_options(arch);
@@ -30,16 +34,19 @@ TEST(DecodeAllocations, DenseLayersOfEveryWeightType) {
 // Past 4096 tokens: the ring has wrapped, so each decoded token evicts (whole spans) and
 // overwrites a live slot.
 TEST(DecodeAllocations, WithTheRingWrapped) {
+  SKIP_WITHOUT_ALLOCATION_COUNTER();
   EXPECT_EQ(decode_allocations(default_synth_options(ModelArch::Gemma3), cpu_backend(2), 4200), 0);
 }
 
 TEST(DecodeAllocations, MixtureOfExpertsLayers) {
+  SKIP_WITHOUT_ALLOCATION_COUNTER();
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::F32}) {
     EXPECT_EQ(decode_allocations(testing::moe_options(type), cpu_backend(2)), 0) << ggml_type_traits(type).name;
   }
 }
 
 TEST(DecodeAllocations, PerLayerEmbeddingsAndSharedKv) {
+  SKIP_WITHOUT_ALLOCATION_COUNTER();
   SynthOptions o = default_synth_options(ModelArch::Gemma4);
   o.weight_type = o.embedding_type = GgmlType::Q4_0;
   o.n_embd_per_layer = 32;
