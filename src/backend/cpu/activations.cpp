@@ -24,6 +24,7 @@ void PreparedActivations::prepare(GgmlType weight_type, const float* x, int64_t 
       b_.wide_blocks.resize(n / kQuantBlock);
       b_.q8_scales.resize(n / kQuantBlock);
       b_.q8_sums.resize(n / kQuantBlock);
+      if (weight_type == GgmlType::Q8_0) b_.q8_unit_offsets.resize(n / kQuantBlock * kQ8UnitOffsets);
       break;
     case GgmlType::F16:
     case GgmlType::BF16:
@@ -59,6 +60,11 @@ void PreparedActivations::convert_tokens(GgmlType weight_type, const float* x, i
         }
         b_.q8_sums[b] = sum;
         b_.q8_scales[b] = f16_to_f32(b_.q8_blocks[b].d);
+        if (weight_type != GgmlType::Q8_0) continue;
+        for (int64_t j = 0; j < kQ8UnitOffsets; ++j) {
+          const int8_t* quants = b_.q8_blocks[b].qs + 4 * j;
+          b_.q8_unit_offsets[b * kQ8UnitOffsets + j] = -128 * (quants[0] + quants[1] + quants[2] + quants[3]);
+        }
       }
       return;
     case GgmlType::F16:

@@ -27,6 +27,7 @@ struct ActivationBuffers {
   std::vector<WideQ8Block> wide_blocks;
   std::vector<float> q8_scales;
   std::vector<int32_t> q8_sums;
+  std::vector<int32_t> q8_unit_offsets;  // Q8_0 weights only
   std::vector<float> rounded;  // F16 / BF16 weights
 };
 
@@ -57,6 +58,13 @@ class PreparedActivations {
   // The sum of each Q8_0 block's 32 quants: kernels that multiply Q4_0's stored nibbles (q + 8)
   // take 8 x this sum off to get the products with q.
   const int32_t* q8_sums(int64_t t) const { return b_.q8_sums.data() + t * blocks_per_token(); }
+  // Q8_0 weights: per block, kQ8UnitOffsets values, value j being -128 x the sum of quants
+  // 4j..4j+3: kernels that multiply Q8_0 weights read as unsigned bytes (w + 128, for VPDPBUSD)
+  // start each four-quant sum from it to get the products with w.
+  static constexpr int64_t kQ8UnitOffsets = kQuantBlock / 4;
+  const int32_t* q8_unit_offsets(int64_t t) const {
+    return b_.q8_unit_offsets.data() + t * blocks_per_token() * kQ8UnitOffsets;
+  }
 
   // F16 / BF16 / F32 weights: the `cols` values of token t.
   const float* values(int64_t t) const { return values_ + t * cols_; }

@@ -391,12 +391,10 @@ CHANNEL_AMX_ATTR void AmxRowGroupRows(const DotRowsJob& job, int64_t begin, int6
 // Q8_0 matrices: the output projection (Q8_0 in Gemma's files, the largest matrix) and Q8_0
 // layer matrices. llama.cpp's Q8_0 order (kEightLanes) keeps eight f32 lanes per row, lane j
 // adding the sums of elements 4j..4j+3 of every block: here lane j of a row is lane r of
-// accumulator vector j, so its final sum of the lanes is vertical. Tokens go one at a time over a
-// group (it stays in cache): tiles of 2 or 4 tokens sharing each unit's weights prefilled no
-// faster (gemma3-1b preset with Q8_0 layers, 2 Zen 5 threads: pp128 116-124 tok/s either way),
-// since what a token costs (broadcast, sign, VPDPBUSD, conversion and multiply-add per unit) is
-// the same in a tile; the GGUF layout's 256-bit kernel prefilled at 131-148 there, decoding at
-// 22-24 tok/s against 32-39 with row groups.
+// accumulator vector j, so its final sum of the lanes is vertical. With the signs moved into the
+// weights' offset (AVX-512 VNNI, below), two tokens share each unit's load: gemma3-1b preset with
+// Q8_0 layers, 2 Zen 5 threads, pp128 125 -> 209 tok/s against one token at a time with ggml's
+// sign trick (three tokens spill accumulators: 147-162).
 
 // The eight lanes of a vector of a group's rows, summed as hsum_float_8 sums ggml's lanes.
 HWY_INLINE VF SumLanesInGgmlOrder(const VF (&lanes)[kQ8Units]) {
@@ -406,14 +404,61 @@ HWY_INLINE VF SumLanesInGgmlOrder(const VF (&lanes)[kQ8Units]) {
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
-// VPDPBUSD takes an unsigned first operand: the weights enter as |w| and the activations' four
-// bytes with their signs flipped where w < 0 (ggml's trick; AVX-512 has no VPSIGNB, so a masked
-// subtraction from zero), exact since activations are within +-127.
-CHANNEL_VNNI_ATTR HWY_INLINE VI32 Q8UnitSums(const Q8_0RowGroupBlock& block, int64_t j, const BlockQ8_0& x) {
-  const __m512i w = _mm512_loadu_si512(block.qs[j]);
-  const __m512i xj = _mm512_set1_epi32(Word(x.qs, static_cast<size_t>(j)));
-  const __m512i signed_x = _mm512_mask_sub_epi8(xj, _mm512_movepi8_mask(w), _mm512_setzero_si512(), xj);
-  return VI32{_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), signed_x)};
+// VPDPBUSD takes an unsigned first operand: the weights enter as w + 128 (w XOR 0x80), each
+// four-quant sum starting from -128 x the activations' sum (q8_unit_offsets), which makes it the
+// exact sum of w x (the integer ggml's sign trick gives, at four instructions a unit fewer).
+// Tokens go kTokens at a time over a group, sharing each unit's load and XOR; past two tokens
+// the 8 x kTokens accumulators no longer fit the 32 registers.
+constexpr size_t kQ8TileTokens = 2;
+
+template <size_t kTokens>
+CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupTokens(const DotRowsJob& job, const Q8_0RowGroupBlock* group,
+                                                  int64_t first_row, int64_t t0) {
+  const DF df;
+  const PreparedActivations& x = *job.activations;
+  const BlockQ8_0* x_blocks[kTokens];
+  const float* x_scales[kTokens];
+  const int32_t* x_offsets[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) {
+    x_blocks[t] = x.q8_blocks(t0 + static_cast<int64_t>(t));
+    x_scales[t] = x.q8_scales(t0 + static_cast<int64_t>(t));
+    x_offsets[t] = x.q8_unit_offsets(t0 + static_cast<int64_t>(t));
+  }
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  VF lanes[kTokens][kQ8Units];
+  for (size_t t = 0; t < kTokens; ++t)
+    for (int64_t j = 0; j < kQ8Units; ++j) lanes[t][j] = hn::Zero(df);
+  for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
+    const Q8_0RowGroupBlock& block = group[b];
+    if (t0 == 0) PrefetchAhead(group + b);  // later tiles find the group in cache
+    const VF w_scales = RowScales(block, 0);
+    VF d[kTokens];
+    for (size_t t = 0; t < kTokens; ++t) d[t] = hn::Mul(w_scales, hn::Set(df, x_scales[t][b]));
+    for (int64_t j = 0; j < kQ8Units; ++j) {
+      const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(block.qs[j]), bias);
+      for (size_t t = 0; t < kTokens; ++t) {
+        const __m512i sums = _mm512_dpbusd_epi32(_mm512_set1_epi32(x_offsets[t][b * kQ8Units + j]), w,
+                                                 _mm512_set1_epi32(Word(x_blocks[t][b].qs, static_cast<size_t>(j))));
+        lanes[t][j] = hn::MulAdd(d[t], hn::ConvertTo(df, VI32{sums}), lanes[t][j]);
+      }
+    }
+  }
+#pragma GCC unroll 4  // constant indices, so that GCC keeps `lanes` in registers (scalar replacement)
+  for (size_t t = 0; t < kTokens; ++t) {
+    hn::StoreU(SumLanesInGgmlOrder(lanes[t]), df, job.out + (t0 + static_cast<int64_t>(t)) * job.out_stride + first_row);
+  }
+}
+
+void Q8RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
+  static_assert(kGroupVectors == 1, "a group's rows are one vector on AVX-512");
+  static_assert(PreparedActivations::kQ8UnitOffsets == kQ8Units, "one offset per unit");
+  const int64_t n_tokens = job.activations->n_tokens();
+  const int64_t tiled = n_tokens / kQ8TileTokens * kQ8TileTokens;
+  for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
+    const auto* group = row_group<Q8_0RowGroupBlock>(*job.weights, first_row);
+    for (int64_t t = 0; t < tiled; t += kQ8TileTokens) Q8GroupTokens<kQ8TileTokens>(job, group, first_row, t);
+    for (int64_t t = tiled; t < n_tokens; ++t) Q8GroupTokens<1>(job, group, first_row, t);
+  }
 }
 #else
 // Int16 multiply-adds: a unit's 32-bit lane r holds row r's elements e0..e3; read as int16 lanes,
@@ -432,11 +477,10 @@ HWY_INLINE VI32 Q8UnitSums(const Q8_0RowGroupBlock& block, int64_t s, int64_t j,
   sums = hn::ReorderWidenMulAccumulate(di32, hn::ShiftRight<8>(packed), pair(x.odd), sums, odd_products);
   return hn::RearrangeToOddPlusEven(sums, odd_products);
 }
-#endif
 
 // Token t's products with vector s of the group's rows, into the job's output.
-CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupToken(const DotRowsJob& job, const Q8_0RowGroupBlock* group, int64_t s,
-                                                 int64_t first_row, int64_t t) {
+HWY_NOINLINE void Q8GroupToken(const DotRowsJob& job, const Q8_0RowGroupBlock* group, int64_t s, int64_t first_row,
+                               int64_t t) {
   const DF df;
   const PreparedActivations& x = *job.activations;
   const float* x_scales = x.q8_scales(t);
@@ -447,11 +491,7 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupToken(const DotRowsJob& job, const Q8
     if (s == 0) PrefetchAhead(group + b);  // later vectors find the group in cache
     const VF d = hn::Mul(RowScales(block, s), hn::Set(df, x_scales[b]));
     for (int64_t j = 0; j < kQ8Units; ++j) {
-#if HWY_TARGET == HWY_AVX3_DL
-      const VI32 sums = Q8UnitSums(block, j, x.q8_blocks(t)[b]);
-#else
       const VI32 sums = Q8UnitSums(block, s, j, x.wide_blocks(t)[b]);
-#endif
       lanes[j] = hn::MulAdd(d, hn::ConvertTo(df, sums), lanes[j]);
     }
   }
@@ -466,6 +506,7 @@ void Q8RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
     }
   }
 }
+#endif
 
 void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   if (job.weights->type == GgmlType::Q8_0) return Q8RowGroupRows(job, begin, end);
