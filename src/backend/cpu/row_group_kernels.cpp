@@ -434,6 +434,7 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupTokens(const DotRowsJob& job, const Q
     const VF w_scales = RowScales(block, 0);
     VF d[kTokens];
     for (size_t t = 0; t < kTokens; ++t) d[t] = hn::Mul(w_scales, hn::Set(df, x_scales[t][b]));
+#pragma GCC unroll 8  // constant indices into `lanes` (as below)
     for (int64_t j = 0; j < kQ8Units; ++j) {
       const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(block.qs[j]), bias);
       for (size_t t = 0; t < kTokens; ++t) {
