@@ -50,12 +50,12 @@ void check_alignment(VkDeviceAddress address, uint64_t alignment, const char* wh
   if (address % alignment != 0) fail("Vulkan matmul: {} address not {}-byte aligned", what, alignment);
 }
 
-// The matrix-vector kernel's token block for n tokens: 1, 2, 4 or 8 (each a pipeline).
+// The matrix-vector kernel's token block for n tokens: 1, 2, 4, 8 or 16 (each a pipeline). A
+// block reads the weights once for all its tokens.
 uint32_t tokens_per_pass(int64_t n_tokens) {
-  if (n_tokens <= 1) return 1;
-  if (n_tokens <= 2) return 2;
-  if (n_tokens <= 4) return 4;
-  return 8;
+  uint32_t tokens = 1;
+  while (tokens < 16 && tokens < n_tokens) tokens *= 2;
+  return tokens;
 }
 
 std::string type_suffix(GgmlType type) { return std::string(ggml_type_traits(type).name); }
@@ -140,7 +140,8 @@ const ComputePipeline& MatmulKernels::tiled_pipeline(GgmlType type) {
 
 void MatmulKernels::create_pipelines(int64_t max_tokens) {
   for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
-    for (uint32_t tokens = 1; tokens <= tokens_per_pass(max_tokens); tokens *= 2) matvec_pipeline(type, tokens);
+    const int64_t matvec_tokens = std::min(max_tokens, options_.matvec_max_tokens);
+    for (uint32_t tokens = 1; tokens <= tokens_per_pass(matvec_tokens); tokens *= 2) matvec_pipeline(type, tokens);
     tiled_pipeline(type);
     if (is_quantized(type) && has_cooperative()) cooperative_pipeline(type);
   }

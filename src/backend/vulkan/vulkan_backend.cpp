@@ -97,7 +97,8 @@ std::string type_suffix(GgmlType type) {
 // CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows[,blocks] overrides the matrix-vector shape
 // (parse_matvec_shape), CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks the tiled kernel's
 // (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N[,ROWS] the cooperative-matrix kernel's
-// blocks per step (0: not used) and tile rows, for tuning on a new device.
+// blocks per step (0: not used) and tile rows, CHANNEL_VULKAN_MATVEC_MAX_TOKENS=N the most tokens
+// a matrix-vector product takes before the matrix kernels, for tuning on a new device.
 MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   MatmulKernels::Options options;
   if (info.type == DeviceType::kCpu) {
@@ -115,6 +116,15 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     }
     options.tiled_rows_per_thread = rows_per_thread;
     options.tiled_k_blocks = k_blocks;
+  }
+  if (const char* text = std::getenv("CHANNEL_VULKAN_MATVEC_MAX_TOKENS")) {
+    unsigned tokens = 0;
+    if (std::sscanf(text, "%u", &tokens) != 1 || tokens == 0) {
+      fail("CHANNEL_VULKAN_MATVEC_MAX_TOKENS must be the most tokens a matrix-vector product takes (1 or more), not "
+           "'{}'",
+           text);
+    }
+    options.matvec_max_tokens = tokens;
   }
   if (const char* text = std::getenv("CHANNEL_VULKAN_COOPMAT")) {
     unsigned k_blocks = 0, tile_rows = options.cooperative_tile_rows;
