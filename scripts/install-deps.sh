@@ -9,6 +9,7 @@ packages=(
   libcli11-dev                   # command-line parsing
   nlohmann-json3-dev             # JSON output (model info --json, kv certify)
   libhwy-dev                     # Highway: portable SIMD with run-time dispatch
+  libxxhash-dev                  # xxHash (XXH3): the checksums of snapshot and episode store files
   libgtest-dev                   # unit tests
   libbenchmark-dev               # micro-benchmarks under bench/
   libvulkan-dev                  # Vulkan headers (the GPU backend; the loader is opened at run time)

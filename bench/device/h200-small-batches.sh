@@ -2,7 +2,8 @@
 # Runs ON the GPU machine (device tool), from the repository root, with .devrun and .gl carried:
 # prefill of small batches (the probes' and short turns' size) against where the matrix products
 # switch from the matrix-vector kernel to the matrix kernels (CHANNEL_VULKAN_MATVEC_MAX_TOKENS),
-# then where a discrete probe's time goes (CHANNEL_VULKAN_PROFILE=1 on the gemma4-12b preset).
+# then where a discrete probe's time goes (CHANNEL_VULKAN_PROFILE=1 on the gemma4-12b preset) and a
+# pp512 prefill's stages.
 # usage: OUT=$OUT [MAX_TOKENS="8 16 64"] [PROMPTS="16 64 512"] bash bench/device/h200-small-batches.sh
 set -uo pipefail
 source "$PWD/bench/device/preamble.sh"
@@ -19,3 +20,6 @@ echo "== discrete probe on gemma4-12b, stages (a 16-token prefill and a 1-token 
 "$CH" model synth --preset gemma4-12b --vocab "$VOCAB" --out /tmp/sb-probe.gguf 2>/dev/null
 CHANNEL_VULKAN_PROFILE=1 timeout 200 "$CH" bench --gpu -m /tmp/sb-probe.gguf -p 16 -n 1 -r 1 --no-full-ring 2>&1 |
   grep -vE "^bench:" | tee "$OUT/probe-profile.txt" | head -90
+echo "== pp512 at depth 0, stages"
+CHANNEL_VULKAN_PROFILE=1 timeout 200 "$CH" bench --gpu -m /tmp/sb-model.gguf -p 512 -n 1 -r 1 --no-full-ring 2>&1 |
+  grep -vE "^bench:" | tee "$OUT/pp512-profile.txt" | grep -E "batch:|host|wait|record|submit|prefill" | head -40

@@ -1,6 +1,7 @@
-// 64-bit FNV-1a: a fully specified, dependency-free hash for checksums and fingerprints that
-// must come out the same on every build (snapshot files, model fingerprints). Not for
-// adversaries: it detects corruption, it does not authenticate.
+// 64-bit FNV-1a: a fully specified hash that must come out the same on every build: model
+// fingerprints, and the checksums of version 1 snapshot and episode store files (core/checksum.h;
+// later versions use XXH3, far faster over megabytes). Not for adversaries: it detects
+// corruption, it does not authenticate.
 #pragma once
 
 #include <cstddef>

@@ -84,7 +84,7 @@ std::optional<std::string> EpisodeFile::try_open(const std::string& path, Episod
       return fmt::format("was written for another model (fingerprint {:016x}, this model's is {:016x})",
                          found.model_fingerprint, header_.model_fingerprint);
     }
-    if (found != header_) {
+    if (!found.fits(header_)) {
       close_file();
       return fmt::format("was written with another geometry ({}; this engine's: {})", describe_widths(found),
                          describe_widths(header_));
@@ -105,6 +105,7 @@ std::optional<std::string> EpisodeFile::try_open(const std::string& path, Episod
                                    path, *scan.problem));
   }
   for (const Episode& e : loaded.episodes()) store.restore(e);
+  header_.version = scan.header.version;  // records appended keep the file's format until a rewrite
   length_ = scan.good_length;
   records_ = scan.records;
   if (::lseek(fd_, static_cast<off_t>(length_), SEEK_SET) < 0) fail("cannot seek in '{}': {}", path, std::strerror(errno));
@@ -130,17 +131,20 @@ void EpisodeFile::close_file() {
 }
 
 void EpisodeFile::rewrite(const std::string& path, const std::vector<const Episode*>& episodes) {
+  EpisodeFileHeader rewritten = header_;
+  rewritten.version = kEpisodeFileVersion;  // a rewritten store is in this build's format
   size_t length = 0;
   replace_file(path, path + ".tmp", [&](const ByteSink& sink) {
-    const auto header = encode_episode_header(header_);
+    const auto header = encode_episode_header(rewritten);
     sink(header);
     length = header.size();
     for (const Episode* e : episodes) {
-      const auto record = encode_episode_record(*e, header_);
+      const auto record = encode_episode_record(*e, rewritten);
       sink(record);
       length += record.size();
     }
   });
+  header_ = rewritten;
   open_locked(path);
   length_ = length;
   records_ = episodes.size();

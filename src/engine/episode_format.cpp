@@ -6,12 +6,19 @@
 #include "core/byte_reader.h"
 #include "core/byte_writer.h"
 #include "core/error.h"
-#include "core/fnv1a.h"
+#include "core/checksum.h"
 #include "engine/snapshot.h"
 #include "kv/geometry.h"
 
 namespace channel {
 namespace {
+
+// The checksum function of each format version (core/checksum.h).
+ChecksumKind checksum_kind(uint32_t version) {
+  if (version == 1) return ChecksumKind::kFnv1a;
+  if (version == kEpisodeFileVersion) return ChecksumKind::kXxh3;
+  fail("episode store format version {}; this build reads versions 1 to {}", version, kEpisodeFileVersion);
+}
 
 // An episode's tokens all had their KV in the ring at once, so no episode is longer than it.
 constexpr uint32_t kMaxEpisodeTokens = kv::kTotalSlots;
@@ -95,10 +102,10 @@ EpisodeFileHeader episode_file_header(uint64_t model_fingerprint, const ModelCon
 std::vector<uint8_t> encode_episode_header(const EpisodeFileHeader& header) {
   ByteWriter w;
   w.raw({reinterpret_cast<const uint8_t*>(kEpisodeFileMagic), sizeof(kEpisodeFileMagic)});
-  w.integer(kEpisodeFileVersion).integer(header.model_fingerprint).integer(header.centroid_width);
+  w.integer(header.version).integer(header.model_fingerprint).integer(header.centroid_width);
   w.integer(static_cast<uint32_t>(header.kv_widths.size()));
   for (uint32_t width : header.kv_widths) w.integer(width);
-  w.integer(fnv1a(w.bytes()));
+  w.integer(checksum(checksum_kind(header.version), w.bytes()));
   return std::move(w.bytes());
 }
 
@@ -113,7 +120,8 @@ std::vector<uint8_t> encode_episode_record(const Episode& e, const EpisodeFileHe
   for (const KvBlob::Layer& layer : e.kv.layers) p.raw(bytes_of(layer.k_as_written)).raw(bytes_of(layer.v));
 
   ByteWriter record;
-  record.integer(kEpisodeRecordTag).integer(static_cast<uint64_t>(p.bytes().size())).integer(fnv1a(p.bytes()));
+  record.integer(kEpisodeRecordTag).integer(static_cast<uint64_t>(p.bytes().size()));
+  record.integer(checksum(checksum_kind(header.version), p.bytes()));
   record.raw(p.bytes());
   return std::move(record.bytes());
 }
@@ -124,16 +132,14 @@ EpisodeFileHeader parse_episode_header(std::span<const uint8_t> bytes, size_t& h
   if (std::memcmp(magic.data(), kEpisodeFileMagic, sizeof(kEpisodeFileMagic)) != 0) {
     fail("not a Channel episode store (the file does not start with \"CHNLEPIS\")");
   }
-  const uint32_t version = r.integer<uint32_t>("format version");
-  if (version != kEpisodeFileVersion) {
-    fail("episode store format version {}; this build reads version {}", version, kEpisodeFileVersion);
-  }
   EpisodeFileHeader header;
+  header.version = r.integer<uint32_t>("format version");
+  const ChecksumKind kind = checksum_kind(header.version);
   header.model_fingerprint = r.integer<uint64_t>("model fingerprint");
   header.centroid_width = r.integer<uint32_t>("centroid width");
   const uint32_t n_layer = r.integer<uint32_t>("n_layer");
   for (uint32_t il = 0; il < n_layer; ++il) header.kv_widths.push_back(r.integer<uint32_t>("kv width"));
-  const uint64_t expected = fnv1a(r.consumed());
+  const uint64_t expected = checksum(kind, r.consumed());
   const size_t checksum_at = r.offset();
   if (r.integer<uint64_t>("header checksum") != expected) {
     fail("header checksum mismatch at offset {}: the header is corrupt", checksum_at);
@@ -160,7 +166,7 @@ EpisodeFileScan scan_episode_file(std::span<const uint8_t> bytes, const std::fun
     ByteReader frame(rest, at, "record frame");
     const uint32_t tag = frame.integer<uint32_t>("tag");
     const uint64_t length = frame.integer<uint64_t>("length");
-    const uint64_t checksum = frame.integer<uint64_t>("checksum");
+    const uint64_t expected_checksum = frame.integer<uint64_t>("checksum");
     if (tag != kEpisodeRecordTag) {
       stop(false, fmt::format("tag {:08x}, not a record's", tag));
       break;
@@ -171,7 +177,7 @@ EpisodeFileScan scan_episode_file(std::span<const uint8_t> bytes, const std::fun
       break;
     }
     const auto payload = bytes.subspan(payload_at, static_cast<size_t>(length));
-    if (fnv1a(payload) != checksum) {
+    if (checksum(checksum_kind(scan.header.version), payload) != expected_checksum) {
       // A crash can leave a record's bytes unwritten only at the end of the file.
       stop(payload_at + length == bytes.size(), fmt::format("checksum mismatch over its {} bytes", length));
       break;

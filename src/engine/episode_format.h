@@ -4,7 +4,9 @@
 //
 // Layout: a header (magic, format version, model fingerprint, centroid width, KV widths) with
 // its own checksum, then episode records in commit order, each framed by a tag, its length and a
-// 64-bit FNV-1a checksum of its bytes. All integers and floats are little-endian.
+// 64-bit checksum of its bytes: XXH3-64, or FNV-1a in a version 1 file (core/checksum.h), which
+// is still read and appended to until a compaction rewrites it. All integers and floats are
+// little-endian.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +23,7 @@
 namespace channel {
 
 inline constexpr char kEpisodeFileMagic[8] = {'C', 'H', 'N', 'L', 'E', 'P', 'I', 'S'};
-inline constexpr uint32_t kEpisodeFileVersion = 1;
+inline constexpr uint32_t kEpisodeFileVersion = 2;  // 1: FNV-1a checksums
 inline constexpr uint32_t kEpisodeRecordTag = 0x43525045;  // the bytes "EPRC" in the file
 inline constexpr size_t kEpisodeRecordFrameBytes = 4 + 8 + 8;  // tag, length, checksum
 
@@ -31,7 +33,13 @@ struct EpisodeFileHeader {
   uint64_t model_fingerprint = 0;
   uint32_t centroid_width = 0;      // n_embd: the hidden state a centroid averages
   std::vector<uint32_t> kv_widths;  // per layer that owns KV: n_head_kv * head_dim
+  uint32_t version = kEpisodeFileVersion;  // the format its records are written in
   bool operator==(const EpisodeFileHeader&) const = default;
+  // The same model and geometry, whatever the format version.
+  bool fits(const EpisodeFileHeader& other) const {
+    return model_fingerprint == other.model_fingerprint && centroid_width == other.centroid_width &&
+           kv_widths == other.kv_widths;
+  }
 };
 
 EpisodeFileHeader episode_file_header(uint64_t model_fingerprint, const ModelConfig& config);

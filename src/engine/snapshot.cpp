@@ -12,7 +12,7 @@
 #include "core/byte_writer.h"
 #include "core/durable_file.h"
 #include "core/error.h"
-#include "core/fnv1a.h"
+#include "core/checksum.h"
 #include "core/mapped_file.h"
 #include "kv/geometry.h"
 
@@ -111,28 +111,37 @@ void check_encodable(const Snapshot& s) {
   }
 }
 
-void emit(const Snapshot& s, const ByteSink& sink) {
+// The checksum function of each format version (core/checksum.h).
+ChecksumKind checksum_kind(uint32_t version) {
+  if (version == 1) return ChecksumKind::kFnv1a;
+  if (version == kSnapshotVersion) return ChecksumKind::kXxh3;
+  fail("snapshot format version {}; this build reads versions 1 to {}", version, kSnapshotVersion);
+}
+
+void emit(const Snapshot& s, uint32_t version, const ByteSink& sink) {
   check_encodable(s);
+  const ChecksumKind kind = checksum_kind(version);
   ByteWriter header;
   header.raw({reinterpret_cast<const uint8_t*>(kSnapshotMagic), sizeof(kSnapshotMagic)});
-  header.integer(kSnapshotVersion).integer(s.model_fingerprint);
+  header.integer(version).integer(s.model_fingerprint);
   header.integer(s.geometry.total_slots).integer(s.geometry.scratch_slots);
   header.integer(static_cast<uint32_t>(s.geometry.kv_widths.size()));
   for (uint32_t width : s.geometry.kv_widths) header.integer(width);
   header.integer(s.ring.clock).integer(static_cast<uint16_t>(s.stream_id.size())).text(s.stream_id);
-  header.integer(fnv1a(header.bytes()));
+  header.integer(checksum(kind, header.bytes()));
   sink(header.bytes());
 
   for (Section section : {session_section(s), ring_section(s.ring), kv_section(s.kv)}) {
-    Fnv1a checksum;
-    checksum.update(section.head.bytes());
+    Checksum section_checksum(kind);
+    section_checksum.update(section.head.bytes());
     uint64_t length = section.head.bytes().size();
     for (const auto& array : section.arrays) {
-      checksum.update(array);
+      section_checksum.update(array);
       length += array.size();
     }
     ByteWriter frame;
-    frame.integer(static_cast<uint32_t>(section.id)).integer(uint32_t{0}).integer(length).integer(checksum.value());
+    frame.integer(static_cast<uint32_t>(section.id)).integer(uint32_t{0}).integer(length);
+    frame.integer(section_checksum.value());
     sink(frame.bytes());
     sink(section.head.bytes());
     for (const auto& array : section.arrays) sink(array);
@@ -222,14 +231,14 @@ void read_kv(ByteReader& r, const SnapshotGeometry& geometry, KvBlob& kv) {
   }
 }
 
-// Returns the header's clock (checked against the ring section's once that is read).
-int64_t read_header(ByteReader& r, Snapshot& s) {
+// Returns the header's clock (checked against the ring section's once that is read); sets the
+// checksum function of the file's version.
+int64_t read_header(ByteReader& r, Snapshot& s, ChecksumKind& kind) {
   const auto magic = r.take(sizeof(kSnapshotMagic), "magic");
   if (std::memcmp(magic.data(), kSnapshotMagic, sizeof(kSnapshotMagic)) != 0) {
     fail("not a Channel snapshot (the file does not start with \"CHNLSNAP\")");
   }
-  const uint32_t version = r.integer<uint32_t>("format version");
-  if (version != kSnapshotVersion) fail("snapshot format version {}; this build reads version {}", version, kSnapshotVersion);
+  kind = checksum_kind(r.integer<uint32_t>("format version"));
   s.model_fingerprint = r.integer<uint64_t>("model fingerprint");
   s.geometry.total_slots = r.integer<uint32_t>("total_slots");
   s.geometry.scratch_slots = r.integer<uint32_t>("scratch_slots");
@@ -239,7 +248,7 @@ int64_t read_header(ByteReader& r, Snapshot& s) {
   const uint16_t id_length = r.integer<uint16_t>("stream_id_length");
   if (id_length > kMaxSnapshotStreamId) fail("header: stream id of {} bytes is longer than {}", id_length, kMaxSnapshotStreamId);
   s.stream_id = r.text(id_length, "stream id");
-  const uint64_t expected = fnv1a(r.consumed());
+  const uint64_t expected = checksum(kind, r.consumed());
   const size_t checksum_at = r.offset();
   if (r.integer<uint64_t>("header checksum") != expected) {
     fail("header checksum mismatch at offset {}: the header is corrupt", checksum_at);
@@ -259,16 +268,17 @@ SnapshotGeometry snapshot_geometry(const ModelConfig& config) {
   return geometry;
 }
 
-std::vector<uint8_t> encode_snapshot(const Snapshot& snapshot) {
+std::vector<uint8_t> encode_snapshot(const Snapshot& snapshot, uint32_t version) {
   std::vector<uint8_t> out;
-  emit(snapshot, [&](std::span<const uint8_t> bytes) { out.insert(out.end(), bytes.begin(), bytes.end()); });
+  emit(snapshot, version, [&](std::span<const uint8_t> bytes) { out.insert(out.end(), bytes.begin(), bytes.end()); });
   return out;
 }
 
 Snapshot parse_snapshot(std::span<const uint8_t> bytes) {
   Snapshot s;
   ByteReader file(bytes, 0, "file");
-  const int64_t header_clock = read_header(file, s);
+  ChecksumKind kind = ChecksumKind::kXxh3;
+  const int64_t header_clock = read_header(file, s, kind);
   for (SectionId expected : kSectionOrder) {
     ByteReader frame(bytes.subspan(file.offset()), file.offset(), fmt::format("{} section header", section_name(expected)));
     const uint32_t id = frame.integer<uint32_t>("section id");
@@ -278,11 +288,11 @@ Snapshot parse_snapshot(std::span<const uint8_t> bytes) {
     }
     if (frame.integer<uint32_t>("reserved") != 0) fail("{}: reserved field is not 0", frame.where());
     const uint64_t length = frame.integer<uint64_t>("section length");
-    const uint64_t checksum = frame.integer<uint64_t>("section checksum");
+    const uint64_t expected_checksum = frame.integer<uint64_t>("section checksum");
     file.take(frame.consumed().size(), "section header");
     const size_t payload_offset = file.offset();
     const auto payload = file.take(length, fmt::format("{} section", section_name(expected)));
-    if (fnv1a(payload) != checksum) {
+    if (checksum(kind, payload) != expected_checksum) {
       fail("{} section checksum mismatch ({} bytes at offset {}): the file is corrupt", section_name(expected), length,
            payload_offset);
     }
@@ -305,7 +315,7 @@ Snapshot read_snapshot_file(const std::string& path) {
 }
 
 void write_snapshot_file(const Snapshot& snapshot, const std::string& path) {
-  replace_file(path, snapshot_temp_path(path), [&](const ByteSink& sink) { emit(snapshot, sink); });
+  replace_file(path, snapshot_temp_path(path), [&](const ByteSink& sink) { emit(snapshot, kSnapshotVersion, sink); });
 }
 
 void require_compatible(const Snapshot& snapshot, uint64_t model_fingerprint, const SnapshotGeometry& geometry) {

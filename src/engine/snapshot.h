@@ -5,7 +5,8 @@
 //
 // Layout: a header (magic, format version, model fingerprint, KV geometry, clock, stream id)
 // with its own checksum, then three sections in order (session, ring, KV), each with its
-// length and a 64-bit FNV-1a checksum of its bytes. All integers and floats are little-endian.
+// length and a 64-bit checksum of its bytes (XXH3-64; FNV-1a in version 1 files, which are still
+// read: core/checksum.h). All integers and floats are little-endian.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,7 @@
 namespace channel {
 
 inline constexpr char kSnapshotMagic[8] = {'C', 'H', 'N', 'L', 'S', 'N', 'A', 'P'};
-inline constexpr uint32_t kSnapshotVersion = 1;
+inline constexpr uint32_t kSnapshotVersion = 2;  // 1: FNV-1a checksums (read, not written)
 inline constexpr size_t kMaxSnapshotStreamId = 64;  // bytes, as the protocol cuts it
 
 // The KV layout a snapshot was taken in: it loads only into the same one.
@@ -59,10 +60,11 @@ struct Snapshot {
   bool operator==(const Snapshot&) const = default;
 };
 
-// The whole file in memory (tests, the fuzzer's corpus). Throws channel::Error for a stream id
-// over 64 bytes or arrays that disagree with their counts (logits, KV slots, layers); values out
-// of range are written as they are, for parse_snapshot to refuse.
-std::vector<uint8_t> encode_snapshot(const Snapshot& snapshot);
+// The whole file in memory (tests, the fuzzer's corpus), in format `version`: kSnapshotVersion,
+// or 1 (FNV-1a checksums, as older builds wrote: for the tests that read such files). Throws
+// channel::Error for a stream id over 64 bytes or arrays that disagree with their counts (logits,
+// KV slots, layers); values out of range are written as they are, for parse_snapshot to refuse.
+std::vector<uint8_t> encode_snapshot(const Snapshot& snapshot, uint32_t version = kSnapshotVersion);
 
 // Writes snapshot_temp_path(path), fsyncs it, renames it to `path` and fsyncs the directory, so
 // `path` is the old file or the whole new one, even across a crash. Throws channel::Error (and

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/fnv1a.h"
+#include "core/checksum.h"
 #include "engine/episode_format.h"
 #include "fuzz/fuzz_properties.h"
 
@@ -30,17 +30,20 @@ using channel::fuzz::write_u64;
 // far as there are any) as far as the layout of docs/memory-format.md can be followed.
 std::vector<uint8_t> with_fixed_checksums(std::span<const uint8_t> data) {
   std::vector<uint8_t> bytes(data.begin(), data.end());
+  // The checksum function of the version the file claims (format version 1: FNV-1a).
+  const channel::ChecksumKind kind =
+      bytes.size() >= 12 && read_le(bytes, 8, 4) == 1 ? channel::ChecksumKind::kFnv1a : channel::ChecksumKind::kXxh3;
   if (bytes.size() < 28) return bytes;
   const uint64_t checksum_at = 28 + 4 * read_le(bytes, 24, 4);
   if (checksum_at + 8 > bytes.size()) return bytes;
   size_t at = static_cast<size_t>(checksum_at);
-  write_u64(bytes, at, channel::fnv1a(std::span(bytes).first(at)));
+  write_u64(bytes, at, channel::checksum(kind, std::span(bytes).first(at)));
   at += 8;
   while (at + channel::kEpisodeRecordFrameBytes <= bytes.size()) {
     const uint64_t length = read_le(bytes, at + 4, 8);
     const size_t payload = at + channel::kEpisodeRecordFrameBytes;
     const size_t covered = static_cast<size_t>(std::min<uint64_t>(length, bytes.size() - payload));
-    write_u64(bytes, at + 12, channel::fnv1a(std::span(bytes).subspan(payload, covered)));
+    write_u64(bytes, at + 12, channel::checksum(kind, std::span(bytes).subspan(payload, covered)));
     at = payload + covered;
   }
   return bytes;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/fnv1a.h"
+#include "core/checksum.h"
 #include "engine/snapshot.h"
 #include "fuzz/fuzz_properties.h"
 #include "kv/ring.h"
@@ -28,19 +28,22 @@ using channel::fuzz::write_u64;
 // covers, as far as there are any) as far as the layout of docs/snapshot-format.md can be followed.
 std::vector<uint8_t> with_fixed_checksums(std::span<const uint8_t> data) {
   std::vector<uint8_t> bytes(data.begin(), data.end());
+  // The checksum function of the version the file claims (format version 1: FNV-1a).
+  const channel::ChecksumKind kind =
+      bytes.size() >= 12 && read_le(bytes, 8, 4) == 1 ? channel::ChecksumKind::kFnv1a : channel::ChecksumKind::kXxh3;
   if (bytes.size() < 32) return bytes;
   const uint64_t n_layer = read_le(bytes, 28, 4);
   const uint64_t id_length_at = 40 + 4 * n_layer;
   if (id_length_at + 2 > bytes.size()) return bytes;
   size_t at = static_cast<size_t>(id_length_at + 2 + read_le(bytes, static_cast<size_t>(id_length_at), 2));
   if (at + 8 > bytes.size()) return bytes;
-  write_u64(bytes, at, channel::fnv1a(std::span(bytes).first(at)));
+  write_u64(bytes, at, channel::checksum(kind, std::span(bytes).first(at)));
   at += 8;
   while (at + 24 <= bytes.size()) {
     const uint64_t length = read_le(bytes, at + 8, 8);
     const size_t payload = at + 24;
     const size_t covered = static_cast<size_t>(std::min<uint64_t>(length, bytes.size() - payload));
-    write_u64(bytes, at + 16, channel::fnv1a(std::span(bytes).subspan(payload, covered)));
+    write_u64(bytes, at + 16, channel::checksum(kind, std::span(bytes).subspan(payload, covered)));
     at = payload + covered;
   }
   return bytes;

@@ -116,6 +116,41 @@ TEST_F(EpisodeFileTest, CapacityDropsTheOldestAndTheFileIsCompacted) {
   EXPECT_EQ(small.episodes().front().id, 29u);
 }
 
+// A store begun by an older build (format version 1, FNV-1a checksums) is read, appended to in
+// its own format (a scan reads every record back) and rewritten in this build's at compaction.
+TEST_F(EpisodeFileTest, AVersionOneStoreIsReadAppendedToAndUpgradedWhenCompacted) {
+  EpisodeFileHeader v1 = test::sample_episode_header();
+  v1.version = 1;
+  std::vector<uint8_t> bytes = encode_episode_header(v1);
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    Episode e = test::sample_episode(seed);
+    e.id = seed + 1;
+    const std::vector<uint8_t> record = encode_episode_record(e, v1);
+    bytes.insert(bytes.end(), record.begin(), record.end());
+  }
+  write_bytes(path_, bytes);
+  const auto file_version = [&] {
+    size_t header_length = 0;
+    return parse_episode_header(read_bytes(path_), header_length).version;
+  };
+  const auto scanned_records = [&] {
+    const EpisodeFileScan scan = scan_episode_file(read_bytes(path_), [](Episode&&) {});
+    EXPECT_FALSE(scan.problem) << *scan.problem;
+    return scan.records;
+  };
+  commit(path_, 4, 10, 2);  // 5 records: not yet over twice the capacity
+  EXPECT_EQ(file_version(), 1u);
+  EXPECT_EQ(scanned_records(), 5u);
+  EXPECT_FALSE(fs::exists(path_ + "." + fmt::format("{:016x}", test::sample_episode_header().model_fingerprint)));
+  commit(path_, 2, 20, 1);  // 5 records over a capacity of 2: compacted to the newest 2 at open, then 1 more
+  EXPECT_EQ(file_version(), kEpisodeFileVersion);
+  EXPECT_EQ(scanned_records(), 3u);
+  EpisodeStore store(2);
+  EpisodeFile file(path_, test::sample_episode_header(), store);
+  ASSERT_EQ(store.episodes().size(), 2u);
+  EXPECT_EQ(store.episodes().back().id, 6u);
+}
+
 TEST_F(EpisodeFileTest, AnotherModelsStoreIsLeftAsItIsAndAFreshOneUsedBeside) {
   commit(path_, 64, 0, 2);
   const std::vector<uint8_t> before = read_bytes(path_);

@@ -16,8 +16,11 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL  // the reference function, compiled in (as core/checksum.cpp does)
+#include <xxhash.h>
 
 #include "core/error.h"
+#include "core/checksum.h"
 #include "core/fnv1a.h"
 #include "kv/geometry.h"
 #include "snapshot_samples.h"
@@ -36,6 +39,35 @@ TEST(SnapshotFormat, EveryFieldSurvivesEncodeAndParse) {
     EXPECT_EQ(encode_snapshot(back), bytes);
     kv::KvRing ring(16);
     EXPECT_NO_THROW(ring.restore(back.ring));
+  }
+}
+
+// Format version 2 checksums with XXH3-64, version 1 (older builds' files) with FNV-1a: both
+// read back to the same state. The header's checksum (its last 8 bytes) is checked here against
+// each library function directly.
+TEST(SnapshotFormat, VersionOneFilesWithFnvChecksumsStillRead) {
+  const Snapshot s = sample_snapshot();
+  const size_t header = 8 + 4 + 8 + 4 + 4 + 4 + 4 * s.geometry.kv_widths.size() + 8 + 2 + s.stream_id.size();
+  const auto stored_checksum = [&](const std::vector<uint8_t>& bytes) {
+    uint64_t value = 0;
+    for (int i = 0; i < 8; ++i) value |= uint64_t{bytes[header + i]} << (8 * i);
+    return value;
+  };
+  const std::vector<uint8_t> v2 = encode_snapshot(s);
+  const std::vector<uint8_t> v1 = encode_snapshot(s, 1);
+  EXPECT_EQ(v2[8], 2);
+  EXPECT_EQ(v1[8], 1);
+  EXPECT_EQ(stored_checksum(v2), XXH3_64bits(v2.data(), header));
+  EXPECT_EQ(stored_checksum(v1), fnv1a(std::span(v1).first(header)));
+  EXPECT_EQ(parse_snapshot(v1), s);
+  EXPECT_EQ(parse_snapshot(v2), s);
+  std::vector<uint8_t> v3 = v2;
+  v3[8] = 3;
+  try {
+    parse_snapshot(v3);
+    ADD_FAILURE() << "parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("format version 3"), std::string::npos) << e.what();
   }
 }
 
@@ -87,7 +119,7 @@ TEST(SnapshotFormat, FlagsMustBeZeroOrOne) {
   ASSERT_EQ(bytes[section + 24], 1);
   bytes[section + 24] = 2;
   // With the checksum made right again, the field itself is what is refused.
-  const uint64_t checksum = fnv1a(std::span(bytes).subspan(section + 24, length));
+  const uint64_t checksum = channel::checksum(ChecksumKind::kXxh3, std::span(bytes).subspan(section + 24, length));
   for (int i = 0; i < 8; ++i) bytes[section + 16 + i] = static_cast<uint8_t>(checksum >> (8 * i));
   try {
     parse_snapshot(bytes);

@@ -309,7 +309,7 @@ TEST_F(SnapshotTest, BadSnapshotsAreRefusedAndTheSessionIsUnchanged) {
   bad_magic[0] = 'X';
   cases.emplace_back("not a Channel snapshot", bad_magic);
   auto bad_version = good;
-  bad_version[8] = 2;
+  bad_version[8] = 9;
   cases.emplace_back("version", bad_version);
   auto trailing = good;
   trailing.push_back(0);
