@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
 namespace channel {
 
@@ -13,37 +12,21 @@ int32_t argmax(std::span<const float> logits) {
 
 Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {}
 
+namespace {
+
+// The order candidates are ranked in: higher logit first, the lower id among equals.
+bool better(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+}  // namespace
+
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> masked, std::span<const int32_t> recent) {
   const SamplerOptions& o = options_;
   const bool neutral_penalties = o.repeat_penalty == 1.0f && o.frequency_penalty == 0.0f && o.presence_penalty == 0.0f;
   if (o.temperature <= 0.0f && masked.empty() && (neutral_penalties || recent.empty())) return argmax(logits);
-
-  // Penalties only touch the few recent tokens: adjust copies of their logits.
-  std::unordered_map<int32_t, int> counts;
-  const size_t window = std::min<size_t>(recent.size(), static_cast<size_t>(std::max(0, o.repeat_last_n)));
-  for (int32_t token : recent.subspan(recent.size() - window)) {
-    if (token >= 0 && static_cast<size_t>(token) < logits.size()) ++counts[token];
-  }
-  const auto adjusted = [&](int32_t token) {
-    float value = logits[token];
-    if (auto it = counts.find(token); it != counts.end()) {
-      value = value > 0 ? value / o.repeat_penalty : value * o.repeat_penalty;
-      value -= o.presence_penalty + static_cast<float>(it->second) * o.frequency_penalty;
-    }
-    return value;
-  };
-  const auto is_masked = [&](int32_t token) { return std::find(masked.begin(), masked.end(), token) != masked.end(); };
-
-  candidates_.clear();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const auto token = static_cast<int32_t>(i);
-    if (!is_masked(token)) candidates_.emplace_back(counts.empty() ? logits[i] : adjusted(token), token);
-  }
+  collect_candidates(logits, masked, neutral_penalties ? std::span<const int32_t>() : recent);
   if (candidates_.empty()) return argmax(logits);  // everything masked: nothing better to do
-  const auto better = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  const size_t k = o.top_k > 0 ? std::min<size_t>(o.top_k, candidates_.size()) : candidates_.size();
-  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(k), candidates_.end(), better);
-  candidates_.resize(k);
   if (o.temperature <= 0.0f) return candidates_.front().second;
 
   // Softmax at the temperature (values become probabilities, unnormalized).
@@ -77,6 +60,75 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     if (r <= 0.0) return candidates_[i].second;
   }
   return candidates_[n_kept - 1].second;
+}
+
+void Sampler::collect_candidates(std::span<const float> logits, std::span<const int32_t> masked,
+                                 std::span<const int32_t> recent) {
+  const SamplerOptions& o = options_;
+  const auto in_vocabulary = [&](int32_t token) { return token >= 0 && static_cast<size_t>(token) < logits.size(); };
+  // Occurrences of each token of the penalty window (at most repeat_last_n of them).
+  counts_.clear();
+  const size_t window = std::min<size_t>(recent.size(), static_cast<size_t>(std::max(0, o.repeat_last_n)));
+  for (int32_t token : recent.subspan(recent.size() - window)) {
+    if (!in_vocabulary(token)) continue;
+    auto it = std::find_if(counts_.begin(), counts_.end(), [&](const auto& c) { return c.first == token; });
+    if (it == counts_.end()) {
+      counts_.emplace_back(token, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  // Masked and penalized ids are set aside: the pass below meets them only through `excluded_`.
+  excluded_.resize(std::max(excluded_.size(), logits.size()));
+  for (int32_t token : masked) {
+    if (in_vocabulary(token)) excluded_[token] = 1;
+  }
+  for (const auto& [token, count] : counts_) excluded_[token] = 1;
+
+  // top_k <= 0 keeps every candidate; otherwise a heap holds the best k so far, its worst on top,
+  // so that most ids cost one comparison with it.
+  const size_t k = o.top_k > 0 ? static_cast<size_t>(o.top_k) : logits.size();
+  candidates_.clear();
+  const auto offer = [&](float value, int32_t token) {
+    if (candidates_.size() < k) {
+      candidates_.emplace_back(value, token);
+      std::push_heap(candidates_.begin(), candidates_.end(), better);
+    } else if (better({value, token}, candidates_.front())) {
+      std::pop_heap(candidates_.begin(), candidates_.end(), better);
+      candidates_.back() = {value, token};
+      std::push_heap(candidates_.begin(), candidates_.end(), better);
+    }
+  };
+  for (const auto& [token, count] : counts_) {
+    if (std::find(masked.begin(), masked.end(), token) != masked.end()) continue;
+    float value = logits[token];
+    value = value > 0 ? value / o.repeat_penalty : value * o.repeat_penalty;
+    value -= o.presence_penalty + static_cast<float>(count) * o.frequency_penalty;
+    offer(value, token);
+  }
+  // Blocks of ids none of whose logits reaches the worst kept one are passed over whole (a
+  // comparison the compiler vectorizes).
+  constexpr size_t kBlock = 64;
+  for (size_t first = 0; first < logits.size(); first += kBlock) {
+    const size_t last = std::min(logits.size(), first + kBlock);
+    if (candidates_.size() == k) {
+      const float worst = candidates_.front().first;
+      bool reaches = false;
+      for (size_t i = first; i < last; ++i) reaches |= logits[i] >= worst;
+      if (!reaches) continue;
+    }
+    for (size_t i = first; i < last; ++i) {
+      const auto token = static_cast<int32_t>(i);
+      if (candidates_.size() == k && !better({logits[i], token}, candidates_.front())) continue;
+      if (!excluded_[i]) offer(logits[i], token);
+    }
+  }
+  std::sort_heap(candidates_.begin(), candidates_.end(), better);
+
+  for (int32_t token : masked) {
+    if (in_vocabulary(token)) excluded_[token] = 0;
+  }
+  for (const auto& [token, count] : counts_) excluded_[token] = 0;
 }
 
 }  // namespace channel

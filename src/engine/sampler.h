@@ -40,9 +40,18 @@ class Sampler {
   void set_generator(const std::mt19937_64& generator) { rng_ = generator; }
 
  private:
+  // candidates_ = the ids left after the masks, with their penalized logits, best first: the
+  // best top_k (all of them when top_k <= 0), in one pass over the logits.
+  void collect_candidates(std::span<const float> logits, std::span<const int32_t> masked,
+                          std::span<const int32_t> recent);
+
   SamplerOptions options_;
   std::mt19937_64 rng_;
+  // Working storage kept from one token to the next, so that sampling allocates nothing once
+  // these have grown.
   std::vector<std::pair<float, int32_t>> candidates_;
+  std::vector<std::pair<int32_t, int>> counts_;  // occurrences in the penalty window
+  std::vector<uint8_t> excluded_;                // per id: masked or penalized (reset after use)
 };
 
 // Index of the largest logit (the lowest index among equals), as llama.cpp's greedy sampler.

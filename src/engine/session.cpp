@@ -241,14 +241,14 @@ void Session::commit_episode(bool interrupted) {
   if (episode_file_) episode_file_->append(committed, episodes_);
 }
 
-std::vector<int32_t> Session::turn_mask() const {
-  std::vector<int32_t> masked = special_.never_sampled;
+void Session::turn_mask(std::vector<int32_t>& masked) const {
+  masked.assign(special_.never_sampled.begin(), special_.never_sampled.end());
   if (suppress_thinking_ && special_.channel_open >= 0) masked.push_back(special_.channel_open);
-  return masked;
 }
 
 int32_t Session::sample_next() {
-  std::vector<int32_t> masked = turn_mask();
+  std::vector<int32_t>& masked = sample_mask_;  // kept: its capacity outlives the step
+  turn_mask(masked);
   if (mask_channel_close_once_ && special_.channel_close >= 0) masked.push_back(special_.channel_close);
   mask_channel_close_once_ = false;
   if (suppress_critique_) masked.insert(masked.end(), special_.critique.begin(), special_.critique.end());

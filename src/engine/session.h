@@ -162,8 +162,9 @@ class Session {
   // tokens, whole, into the recall slots.
   MemoryRecall recall_episodes(std::span<const int32_t> query_tokens, size_t top_k);
   // Ids no token of the current turn state may be: never-sampled ones, <|channel> when thinking
-  // is suppressed. sample_next adds the one-token masks of the decode loop.
-  std::vector<int32_t> turn_mask() const;
+  // is suppressed, into `masked` (replacing what it held). sample_next adds the one-token masks of
+  // the decode loop.
+  void turn_mask(std::vector<int32_t>& masked) const;
   int32_t sample_next();
   void report_idle(SessionEvents& events, float tokens_per_second, uint32_t tokens);
   // The two kinds of probe (session_probe.cpp), run on transient tokens.
@@ -181,6 +182,7 @@ class Session {
   Sampler sampler_;
   Logits logits_;                // logits after the last fed token
   std::vector<int32_t> recent_;  // tokens generated in this burst (penalty window)
+  std::vector<int32_t> sample_mask_;  // sample_next's masked ids, kept so a step allocates none
   std::vector<float> last_hidden_;  // of the last decoded token
   EpisodeStage stage_;
   EpisodeStore episodes_;

@@ -100,7 +100,8 @@ void Session::score_candidates(std::span<const int32_t> tokens, std::span<const 
 std::string Session::generate_probe_text(std::span<const int32_t> tokens, int decode_tokens) {
   Logits logits;
   context_.append(tokens, LogitsWanted::Last, logits);
-  const std::vector<int32_t> masked = turn_mask();
+  std::vector<int32_t> masked;
+  turn_mask(masked);
   // The settings as they stand (an OP_SET_CONFIG applies from its own frame on, not from the
   // next turn) without the penalties, drawing from a copy of the session's generator: the probe
   // leaves the generator as it was, so the turns after it are the turns without it (the

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <random>
 #include <vector>
 
 namespace channel {
@@ -85,6 +88,91 @@ TEST(Sampler, FrequenciesFollowTheSoftmax) {
   for (int i = 0; i < n; ++i) first += sampler.sample(logits) == 0;
   const double expected = 1.0 / (1.0 + std::exp(-1.0));  // 0.731
   EXPECT_NEAR(static_cast<double>(first) / n, expected, 0.015);
+}
+
+// The sampler's order written out plainly, every id sorted: masked ids dropped, penalties on the
+// recent window, the best top_k (higher logit, then lower id), then greedy or the softmax draw
+// with min-p and top-p, from a generator in the same state.
+int32_t reference_sample(const SamplerOptions& o, std::mt19937_64& rng, const std::vector<float>& logits,
+                         const std::vector<int32_t>& masked, const std::vector<int32_t>& recent) {
+  std::map<int32_t, int> counts;
+  const size_t window = std::min<size_t>(recent.size(), static_cast<size_t>(std::max(0, o.repeat_last_n)));
+  for (size_t i = recent.size() - window; i < recent.size(); ++i) {
+    if (recent[i] >= 0 && static_cast<size_t>(recent[i]) < logits.size()) ++counts[recent[i]];
+  }
+  std::vector<std::pair<float, int32_t>> candidates;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const auto id = static_cast<int32_t>(i);
+    if (std::find(masked.begin(), masked.end(), id) != masked.end()) continue;
+    float value = logits[i];
+    if (counts.count(id)) {
+      value = value > 0 ? value / o.repeat_penalty : value * o.repeat_penalty;
+      value -= o.presence_penalty + static_cast<float>(counts[id]) * o.frequency_penalty;
+    }
+    candidates.emplace_back(value, id);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  if (o.top_k > 0 && candidates.size() > static_cast<size_t>(o.top_k)) candidates.resize(o.top_k);
+  if (o.temperature <= 0.0f) return candidates.front().second;
+  const float max_logit = candidates.front().first;
+  double total = 0.0;
+  for (auto& [value, id] : candidates) total += value = std::exp((value - max_logit) / o.temperature);
+  size_t n = candidates.size();
+  if (o.min_p > 0.0f) {
+    n = 1;
+    while (n < candidates.size() && candidates[n].first >= candidates.front().first * o.min_p) ++n;
+    total = 0.0;
+    for (size_t i = 0; i < n; ++i) total += candidates[i].first;
+  }
+  double kept = 0.0;
+  size_t n_kept = 0;
+  while (n_kept < n) {
+    kept += candidates[n_kept++].first;
+    if (kept >= o.top_p * total) break;
+  }
+  double r = std::uniform_real_distribution<double>(0.0, kept)(rng);
+  for (size_t i = 0; i < n_kept; ++i) {
+    if ((r -= candidates[i].first) <= 0.0) return candidates[i].second;
+  }
+  return candidates[n_kept - 1].second;
+}
+
+// The sampler takes the best top_k in one pass over the vocabulary (most ids cost one comparison):
+// it picks what the plain order picks, on vocabularies with many equal logits (ties broken by
+// id), masks, penalties that raise (repeat_penalty < 1) or lower logits, and every top_k.
+TEST(Sampler, PicksWhatThePlainOrderPicks) {
+  std::mt19937 rng(2026);
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const size_t n_vocab = trial % 3 == 0 ? 5000 : 300;
+    std::vector<float> logits(n_vocab);
+    std::uniform_int_distribution<int> level(-20, 20);  // few distinct values: many ties
+    for (float& v : logits) v = static_cast<float>(level(rng)) * 0.25f;
+    std::vector<int32_t> masked, recent;
+    std::uniform_int_distribution<int32_t> id(-2, static_cast<int32_t>(n_vocab) + 2);  // some out of range
+    for (int i = 0; i < trial % 7; ++i) masked.push_back(id(rng));
+    for (int i = 0; i < (trial * 5) % 40; ++i) recent.push_back(id(rng) % 20);  // repeats
+    SamplerOptions o;
+    o.temperature = trial % 4 == 0 ? 0.0f : 0.8f;
+    o.top_k = std::array{0, 1, 5, 64, 400}[trial % 5];
+    o.top_p = trial % 2 ? 0.9f : 1.0f;
+    o.min_p = trial % 3 == 1 ? 0.05f : 0.0f;
+    o.repeat_penalty = std::array{1.0f, 1.3f, 0.7f}[trial % 3];
+    o.repeat_last_n = 16 + trial % 3 * 24;
+    o.frequency_penalty = trial % 4 == 1 ? 0.2f : 0.0f;
+    o.presence_penalty = trial % 5 == 2 ? 0.5f : 0.0f;
+    o.seed = static_cast<uint64_t>(trial);
+    Sampler sampler(o);
+    std::mt19937_64 reference_rng(o.seed);
+    for (int draw = 0; draw < 20; ++draw) {
+      SCOPED_TRACE(::testing::Message() << "trial " << trial << " draw " << draw);
+      ASSERT_EQ(sampler.sample(logits, masked, recent), reference_sample(o, reference_rng, logits, masked, recent));
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 1200);
 }
 
 }  // namespace
