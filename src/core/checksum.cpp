@@ -1,5 +1,7 @@
 #include "core/checksum.h"
 
+#include "core/error.h"
+
 // The implementation compiled into this file (xxHash's header-only mode): no shared library to
 // carry where the binary runs.
 #define XXH_INLINE_ALL
@@ -35,6 +37,12 @@ uint64_t Checksum::value() const {
 
 uint64_t checksum(ChecksumKind kind, std::span<const uint8_t> bytes) {
   return kind == ChecksumKind::kXxh3 ? XXH3_64bits(bytes.data(), bytes.size()) : fnv1a(bytes);
+}
+
+ChecksumKind file_checksum_kind(std::string_view format, uint32_t version, uint32_t newest) {
+  if (version == 1) return ChecksumKind::kFnv1a;
+  if (version >= 2 && version <= newest) return ChecksumKind::kXxh3;
+  fail("{} format version {}; this build reads versions 1 to {}", format, version, newest);
 }
 
 }  // namespace channel

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "core/fnv1a.h"
 
@@ -36,5 +37,9 @@ class Checksum {
 };
 
 uint64_t checksum(ChecksumKind kind, std::span<const uint8_t> bytes);
+
+// The checksum of a file of `format` (its name, for the message) in `version`: FNV-1a in version
+// 1, XXH3 in versions 2 to `newest`. Throws channel::Error for any other version.
+ChecksumKind file_checksum_kind(std::string_view format, uint32_t version, uint32_t newest);
 
 }  // namespace channel

@@ -13,11 +13,9 @@
 namespace channel {
 namespace {
 
-// The checksum function of each format version (core/checksum.h).
-ChecksumKind checksum_kind(uint32_t version) {
-  if (version == 1) return ChecksumKind::kFnv1a;
-  if (version == kEpisodeFileVersion) return ChecksumKind::kXxh3;
-  fail("episode store format version {}; this build reads versions 1 to {}", version, kEpisodeFileVersion);
+// The checksum function of the store's format version.
+ChecksumKind checksum_kind(const EpisodeFileHeader& header) {
+  return file_checksum_kind("episode store", header.version, kEpisodeFileVersion);
 }
 
 // An episode's tokens all had their KV in the ring at once, so no episode is longer than it.
@@ -105,7 +103,7 @@ std::vector<uint8_t> encode_episode_header(const EpisodeFileHeader& header) {
   w.integer(header.version).integer(header.model_fingerprint).integer(header.centroid_width);
   w.integer(static_cast<uint32_t>(header.kv_widths.size()));
   for (uint32_t width : header.kv_widths) w.integer(width);
-  w.integer(checksum(checksum_kind(header.version), w.bytes()));
+  w.integer(checksum(checksum_kind(header), w.bytes()));
   return std::move(w.bytes());
 }
 
@@ -121,7 +119,7 @@ std::vector<uint8_t> encode_episode_record(const Episode& e, const EpisodeFileHe
 
   ByteWriter record;
   record.integer(kEpisodeRecordTag).integer(static_cast<uint64_t>(p.bytes().size()));
-  record.integer(checksum(checksum_kind(header.version), p.bytes()));
+  record.integer(checksum(checksum_kind(header), p.bytes()));
   record.raw(p.bytes());
   return std::move(record.bytes());
 }
@@ -134,7 +132,7 @@ EpisodeFileHeader parse_episode_header(std::span<const uint8_t> bytes, size_t& h
   }
   EpisodeFileHeader header;
   header.version = r.integer<uint32_t>("format version");
-  const ChecksumKind kind = checksum_kind(header.version);
+  const ChecksumKind kind = checksum_kind(header);
   header.model_fingerprint = r.integer<uint64_t>("model fingerprint");
   header.centroid_width = r.integer<uint32_t>("centroid width");
   const uint32_t n_layer = r.integer<uint32_t>("n_layer");
@@ -177,7 +175,7 @@ EpisodeFileScan scan_episode_file(std::span<const uint8_t> bytes, const std::fun
       break;
     }
     const auto payload = bytes.subspan(payload_at, static_cast<size_t>(length));
-    if (checksum(checksum_kind(scan.header.version), payload) != expected_checksum) {
+    if (checksum(checksum_kind(scan.header), payload) != expected_checksum) {
       // A crash can leave a record's bytes unwritten only at the end of the file.
       stop(payload_at + length == bytes.size(), fmt::format("checksum mismatch over its {} bytes", length));
       break;

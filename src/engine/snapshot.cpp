@@ -111,16 +111,9 @@ void check_encodable(const Snapshot& s) {
   }
 }
 
-// The checksum function of each format version (core/checksum.h).
-ChecksumKind checksum_kind(uint32_t version) {
-  if (version == 1) return ChecksumKind::kFnv1a;
-  if (version == kSnapshotVersion) return ChecksumKind::kXxh3;
-  fail("snapshot format version {}; this build reads versions 1 to {}", version, kSnapshotVersion);
-}
-
 void emit(const Snapshot& s, uint32_t version, const ByteSink& sink) {
   check_encodable(s);
-  const ChecksumKind kind = checksum_kind(version);
+  const ChecksumKind kind = file_checksum_kind("snapshot", version, kSnapshotVersion);
   ByteWriter header;
   header.raw({reinterpret_cast<const uint8_t*>(kSnapshotMagic), sizeof(kSnapshotMagic)});
   header.integer(version).integer(s.model_fingerprint);
@@ -238,7 +231,7 @@ int64_t read_header(ByteReader& r, Snapshot& s, ChecksumKind& kind) {
   if (std::memcmp(magic.data(), kSnapshotMagic, sizeof(kSnapshotMagic)) != 0) {
     fail("not a Channel snapshot (the file does not start with \"CHNLSNAP\")");
   }
-  kind = checksum_kind(r.integer<uint32_t>("format version"));
+  kind = file_checksum_kind("snapshot", r.integer<uint32_t>("format version"), kSnapshotVersion);
   s.model_fingerprint = r.integer<uint64_t>("model fingerprint");
   s.geometry.total_slots = r.integer<uint32_t>("total_slots");
   s.geometry.scratch_slots = r.integer<uint32_t>("scratch_slots");
