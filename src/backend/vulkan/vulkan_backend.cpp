@@ -1105,6 +1105,27 @@ void VulkanBackend::rotate_keys(std::span<const uint32_t> slots, int64_t delta) 
   }
 }
 
+std::vector<VulkanBackend::KvPartBatch> VulkanBackend::kv_part_batches(uint32_t n_slots) const {
+  // A part is one layer's keys or its values for the slots; a batch, the parts that fit the
+  // transfer buffer together (one submission each, instead of one per part).
+  const ModelConfig& config = model_->config();
+  const uint64_t capacity = kv_rows_.size() / 2;  // f16 values
+  std::vector<KvPartBatch> batches;
+  uint64_t used = capacity;
+  for (int il = 0; il < config.n_kv_layers; ++il) {
+    const uint64_t values = uint64_t{n_slots} * kv_width(config.layers[il]);
+    for (int part = 0; part < 2; ++part) {
+      if (used + values > capacity) {
+        batches.emplace_back();
+        used = 0;
+      }
+      batches.back().parts.push_back(KvPart{il, part == 0, used});
+      used += values;
+    }
+  }
+  return batches;
+}
+
 void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const {
   const ModelConfig& config = model_->config();
   const uint32_t n = static_cast<uint32_t>(slots.size());
@@ -1127,25 +1148,31 @@ void VulkanBackend::read_kv(std::span<const uint32_t> slots, KvBlob& out) const 
   std::copy(moved_dst.begin(), moved_dst.end(), moved_dst_ids);
   const uint64_t ids_address = kv_row_ids_.address();
   const auto* rows = reinterpret_cast<const uint16_t*>(kv_rows_.mapped());
-  for (int il = 0; il < config.n_kv_layers; ++il) {
-    const uint32_t width = static_cast<uint32_t>(kv_width(config.layers[il]));
-    const LayerCache& cache = cache_[il];
-    KvBlob::Layer& layer = out.layers[il];
-    for (int part = 0; part < 2; ++part) {
-      self.run_adhoc([&](CommandSequence& seq) {
-        const CopyRowsPush gather{(part == 0 ? cache.k : cache.v).address(), kv_rows_.address(), ids_address, 0, n, width};
+  for (const KvPartBatch& batch : kv_part_batches(n)) {
+    self.run_adhoc([&](CommandSequence& seq) {
+      for (const KvPart& part : batch.parts) {
+        const LayerCache& cache = cache_[part.layer];
+        const uint32_t width = static_cast<uint32_t>(kv_width(config.layers[part.layer]));
+        const CopyRowsPush gather{(part.keys ? cache.k : cache.v).address(), kv_rows_.address() + part.first_value * 2,
+                                  ids_address, 0, n, width};
         seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), gather, n);
-        if (part == 0 && !moved_dst.empty()) {
-          // A moved key is exported as first written.
-          seq.barrier();
-          const CopyRowsPush written{cache.k_as_written.address(), kv_rows_.address(), ids_address + n * 4ull,
-                                     ids_address + (n + moved_dst.size()) * 4ull,
-                                     static_cast<uint32_t>(moved_dst.size()), width};
-          seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), written, moved_dst.size());
-        }
-      });
-      auto& values = part == 0 ? layer.k_as_written : layer.v;
-      values.assign(rows, rows + static_cast<size_t>(n) * width);
+      }
+      if (moved_dst.empty()) return;
+      // A moved key is exported as first written: its row replaced once the gathers are done.
+      seq.barrier();
+      for (const KvPart& part : batch.parts) {
+        if (!part.keys) continue;
+        const uint32_t width = static_cast<uint32_t>(kv_width(config.layers[part.layer]));
+        const CopyRowsPush written{cache_[part.layer].k_as_written.address(), kv_rows_.address() + part.first_value * 2,
+                                   ids_address + n * 4ull, ids_address + (n + moved_dst.size()) * 4ull,
+                                   static_cast<uint32_t>(moved_dst.size()), width};
+        seq.dispatch_groups(self.pipeline("copy_rows", kHeadWorkgroup), written, moved_dst.size());
+      }
+    });
+    for (const KvPart& part : batch.parts) {
+      const size_t values = static_cast<size_t>(n) * kv_width(config.layers[part.layer]);
+      KvBlob::Layer& layer = out.layers[part.layer];
+      (part.keys ? layer.k_as_written : layer.v).assign(rows + part.first_value, rows + part.first_value + values);
     }
   }
 }
@@ -1161,17 +1188,21 @@ void VulkanBackend::write_kv(const KvBlob& blob) {
   if (n == 0) return;
   wait_for_all_sequences();
   std::copy(blob.slots.begin(), blob.slots.end(), reinterpret_cast<uint32_t*>(kv_row_ids_.mapped()));
-  for (int il = 0; il < config.n_kv_layers; ++il) {
-    const size_t width = kv_width(config.layers[il]);
-    for (int part = 0; part < 2; ++part) {
-      const auto& values = part == 0 ? blob.layers[il].k_as_written : blob.layers[il].v;
-      std::memcpy(kv_rows_.mapped(), values.data(), values.size() * 2);
-      run_adhoc([&](CommandSequence& seq) {
-        const CopyRowsPush scatter{kv_rows_.address(), (part == 0 ? cache_[il].k : cache_[il].v).address(), 0,
-                                   kv_row_ids_.address(), n, static_cast<uint32_t>(width)};
-        seq.dispatch_groups(pipeline("copy_rows", kHeadWorkgroup), scatter, n);
-      });
+  auto* rows = reinterpret_cast<uint16_t*>(kv_rows_.mapped());
+  for (const KvPartBatch& batch : kv_part_batches(n)) {
+    for (const KvPart& part : batch.parts) {
+      const auto& values = part.keys ? blob.layers[part.layer].k_as_written : blob.layers[part.layer].v;
+      std::copy(values.begin(), values.end(), rows + part.first_value);
     }
+    run_adhoc([&](CommandSequence& seq) {
+      for (const KvPart& part : batch.parts) {
+        const LayerCache& cache = cache_[part.layer];
+        const CopyRowsPush scatter{kv_rows_.address() + part.first_value * 2, (part.keys ? cache.k : cache.v).address(),
+                                   0, kv_row_ids_.address(), n,
+                                   static_cast<uint32_t>(kv_width(config.layers[part.layer]))};
+        seq.dispatch_groups(pipeline("copy_rows", kHeadWorkgroup), scatter, n);
+      }
+    });
   }
   std::map<int64_t, std::vector<uint32_t>> slots_by_move;
   for (uint32_t i = 0; i < n; ++i) {

@@ -114,6 +114,17 @@ class VulkanBackend final : public Backend {
   void record(ProfiledSequence& sequence, const std::function<void(CommandSequence&)>& record);
   // Records `commands` into adhoc_ and runs them (work that is not replayed).
   void run_adhoc(const std::function<void(CommandSequence&)>& commands);
+  // KV export and import (read_kv, write_kv) move a layer's keys or values (a part) through
+  // kv_rows_, several parts a submission: part p of a batch at f16 value first_value.
+  struct KvPart {
+    int layer;
+    bool keys;
+    uint64_t first_value;
+  };
+  struct KvPartBatch {
+    std::vector<KvPart> parts;
+  };
+  std::vector<KvPartBatch> kv_part_batches(uint32_t n_slots) const;
   void wait_for_all_sequences();
   void record_embed(CommandSequence& seq, uint32_t n_tokens);
   // Gemma 4 E-models: every layer's per-layer embedding input, once per step after the embedding.

@@ -6,6 +6,8 @@
 // for quantized ones), and the measured values are printed.
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -489,6 +491,46 @@ TEST(VulkanBackend, ImportedKvContinuesBitIdentically) {
   TempDir dir;
   check_dense_and_e_model(dir, small_model(dir, ModelArch::Gemma3, GgmlType::Q4_0), kEGeometries[4],
                           expect_imported_kv_continues_bit_identically);
+}
+
+// read_kv and write_kv move several layers' keys or values a submission, as many as the transfer
+// buffer holds (kv_rows_: 4224 slots of the widest layer): the 6 parts of this 3-layer model's
+// 900 slots take two. The whole export equals exports of 100 slots at a time (one submission each), moved
+// keys included, and imported into another backend it exports the same again.
+TEST(VulkanBackend, KvExportsInSeveralSubmissionsEqualSmallOnes) {
+  TempDir dir;
+  const auto model = small_model(dir, ModelArch::Gemma3, GgmlType::Q8_0);  // 3 layers of equal KV width
+  VULKAN_BACKEND_OR_SKIP(gpu, model);
+  VULKAN_BACKEND_OR_SKIP(other, model);
+  StreamContext stream(*gpu, model->config());
+  Logits logits;
+  stream.append(random_tokens(450, model->config().n_vocab, 4), LogitsWanted::None, logits);
+  stream.append(random_tokens(450, model->config().n_vocab, 5), LogitsWanted::Last, logits);
+  std::vector<uint32_t> moved(100);
+  std::iota(moved.begin(), moved.end(), 300u);
+  gpu->rotate_keys(moved, 77);
+  kv::RingState ring;
+  KvBlob whole;
+  stream.capture(ring, whole);
+  ASSERT_GE(whole.slots.size(), 900u);
+  for (size_t first = 0; first < whole.slots.size(); first += 100) {
+    const size_t n = std::min<size_t>(100, whole.slots.size() - first);
+    KvBlob part;
+    gpu->read_kv(std::span(whole.slots).subspan(first, n), part);
+    for (size_t il = 0; il < whole.layers.size(); ++il) {
+      const size_t width = whole.layers[il].v.size() / whole.slots.size();
+      SCOPED_TRACE(::testing::Message() << "slots " << first << ".., layer " << il);
+      const auto slice = [&](const std::vector<uint16_t>& values) {
+        return std::vector<uint16_t>(values.begin() + first * width, values.begin() + (first + n) * width);
+      };
+      ASSERT_EQ(part.layers[il].k_as_written, slice(whole.layers[il].k_as_written));
+      ASSERT_EQ(part.layers[il].v, slice(whole.layers[il].v));
+    }
+  }
+  other->write_kv(whole);
+  KvBlob again;
+  other->read_kv(whole.slots, again);
+  EXPECT_EQ(again, whole);
 }
 
 TEST(VulkanBackend, CancelledForwardStopsBeforeItsLastLayer) {
