@@ -138,18 +138,6 @@ const ComputePipeline& MatmulKernels::tiled_pipeline(GgmlType type) {
                         specialization);
 }
 
-void MatmulKernels::create_pipelines(int64_t max_tokens) {
-  for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
-    const int64_t matvec_tokens = std::min(max_tokens, options_.matvec_max_tokens);
-    for (uint32_t tokens = 1; tokens <= tokens_per_pass(matvec_tokens); tokens *= 2) matvec_pipeline(type, tokens);
-    tiled_pipeline(type);
-    if (is_quantized(type) && has_cooperative()) cooperative_pipeline(type);
-  }
-  pipelines_.get("quantize_q8_0");
-  pipelines_.get("round_f16");
-  pipelines_.get("round_bf16");
-}
-
 PreparedActivations MatmulKernels::quantized_layout(GgmlType weight_type, int64_t n_tokens, int64_t cols,
                                                     VkDeviceAddress scratch) {
   if (!is_quantized(weight_type)) fail("internal: quantized_layout for {} weights", ggml_type_traits(weight_type).name);

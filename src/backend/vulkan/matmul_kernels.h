@@ -67,7 +67,11 @@ class MatmulKernels {
     uint32_t matvec_q_rows = 8;
     uint32_t matvec_subgroup_rows = 2;   // Q4_0 / Q8_0: rows a subgroup computes together
     uint32_t matvec_q_blocks = 2;        // Q4_0 / Q8_0: blocks per lane whose loads are issued together
-    int64_t matvec_max_tokens = 8;       // kAuto: kMatvec up to this many tokens, kTiled above
+    // kAuto: kMatvec up to this many tokens, the matrix kernels above. The matrix-vector kernel
+    // can take 16 tokens a pass (CHANNEL_VULKAN_MATVEC_MAX_TOKENS), but on the H200 (Gemma 3 12B)
+    // pp64 ran at 872 tok/s that way against 1298 with the cooperative kernel above 8 tokens;
+    // pp16 was too noisy to call (244-565 tok/s for the same setting).
+    int64_t matvec_max_tokens = 8;
     uint32_t tiled_rows_per_thread = 4;  // matmul.comp TM: a tile of 16 x this many rows (4 or 8)
     uint32_t tiled_k_blocks = 2;         // matmul.comp K_BLOCKS: Q4_0 / Q8_0 blocks per step
     bool cooperative_matrix = true;      // kAuto may pick kCooperative (where the device has it)
@@ -110,9 +114,6 @@ class MatmulKernels {
   bool uses_integer_dot() const { return integer_dot_; }
   // Whether kCooperative can run here (the device has int8 cooperative matrices).
   bool has_cooperative() const { return device_.int8_matrix_n() != 0; }
-  // Creates the pipelines of every type and kernel now (otherwise on first use), so that the
-  // first forward pass does not pay for shader compilation.
-  void create_pipelines(int64_t max_tokens = 8);
 
  private:
   void record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids,
