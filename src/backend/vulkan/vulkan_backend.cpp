@@ -161,20 +161,6 @@ uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
   return tokens;
 }
 
-// Keys per batch of the one-row (decode) attention (attention_rows.comp): 64, else 32, else 16,
-// the most whose values fit the device's shared memory. Each batch waits for its key and value
-// loads and meets three barriers: at decode depth ~50 a layer's attention was a few batches of
-// latency (H200, Gemma 3 12B: 17-19 us a layer with 16 keys a batch; 32-53 us with a full ring).
-uint32_t attention_rows_keys(const DeviceInfo& info, uint32_t max_head_dim) {
-  uint32_t keys = 64;
-  while (keys > 16 && 4u * SHARED_ATTENTION_ROWS_WORDS(keys, max_head_dim) > info.max_compute_shared_memory) keys /= 2;
-  if (4u * SHARED_ATTENTION_ROWS_WORDS(keys, max_head_dim) > info.max_compute_shared_memory) {
-    fail("Vulkan: {} has {} bytes of shared memory, fewer than the decode attention needs for heads of {} values",
-         info.name, info.max_compute_shared_memory, max_head_dim);
-  }
-  return keys;
-}
-
 // norm_quantize.comp's workgroup (one per row): at decode the only workgroup of its dispatch, so
 // a GPU gives it as many invocations as it allows, up to 1024 (fewer values each, a shorter chain
 // of loads: on the H200, Gemma 3 12B decode ran at 106 / 124 / 134 tok/s with 256 / 512 / 1024);
@@ -222,9 +208,8 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
   refuse_unsupported_features(model_->config());
   device_ = std::make_unique<Device>(options_.device_index);
   pipelines_ = std::make_unique<PipelineCache>(*device_);
-  const uint32_t max_head_dim = static_cast<uint32_t>(model_->config().max_head_dim());
-  tiled_attention_tokens_ = tiled_attention_tokens(device_->info(), max_head_dim);
-  attention_rows_keys_ = attention_rows_keys(device_->info(), max_head_dim + max_head_dim % 2);
+  tiled_attention_tokens_ =
+      tiled_attention_tokens(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
   matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_, matmul_options(device_->info()));
   transfer_ = std::make_unique<Transfer>(*device_);
   adhoc_.commands = std::make_unique<CommandSequence>(*device_);
@@ -512,7 +497,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
-    const uint32_t spec[] = {max_head_dim + max_head_dim % 2, attention_rows_keys_};
+    const uint32_t spec[] = {max_head_dim + max_head_dim % 2};
     return pipelines_->get(shader, spec);
   }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};

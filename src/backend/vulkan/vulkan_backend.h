@@ -218,7 +218,6 @@ class VulkanBackend final : public Backend {
   Buffer per_layer_token_rows_, per_layer_projected_, per_layer_inputs_;
   Buffer partials_;  // split-KV attention: per (head, chunk) maximum, sum and accumulators
   uint32_t tiled_attention_tokens_ = 8;  // tokens of one head per workgroup of the prefill attention
-  uint32_t attention_rows_keys_ = 16;    // keys per batch of the decode attention
   // rotate_keys and KV export/import.
   Buffer rotate_slots_, rotate_first_move_, rotate_cos_sin_, kv_rows_, kv_row_ids_;
 };

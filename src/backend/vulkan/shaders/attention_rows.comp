@@ -27,10 +27,8 @@
 //   3. every invocation runs the online softmax over the batch's keys in order for its own
 //      pairs of output dims, reading the values from shared memory.
 // Workgroup index = t * n_head + h (scheme 1: (h, chunk) = (index / n_chunks, index % n_chunks)).
-// 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constants:
-// 0 MAX_HEAD_DIM (even), 1 KEYS_PER_BATCH (16, 32 or 64: the most whose values fit the device's
-// shared memory; a batch's loads are in flight together, so fewer batches wait less, and the
-// arithmetic is the same whatever the batch).
+// 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
+// 0 MAX_HEAD_DIM (even).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "attention_common.glsl"
@@ -38,17 +36,15 @@
 
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
-layout(constant_id = 1) const uint KEYS_PER_BATCH = 16;
 #define QUANTIZE_CAPACITY MAX_HEAD_DIM
 #include "quantize_workgroup.glsl"
 
-const uint kBatch = KEYS_PER_BATCH;
+const uint kBatch = 16;        // keys per batch
 const uint kSlotSums = 64;     // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
 const uint kGroups = 2;        // groups of kSlotSums invocations in the workgroup
 const uint kKeysPerGroup = kBatch / kGroups;
 const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 127u) / 128u;
 
-// Sized as shared_memory.glsl's SHARED_ATTENTION_ROWS_WORDS, which vulkan_backend.cpp checks.
 shared float query[MAX_HEAD_DIM];
 shared float slot_sums[kBatch * kSlotSums];
 shared float batch_scores[kBatch];

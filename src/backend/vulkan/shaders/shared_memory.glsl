@@ -22,13 +22,6 @@
   (SHARED_ATTENTION_QUERY(tokens, max_head_dim) + SHARED_ATTENTION_TILE(tokens) +           \
    SHARED_ATTENTION_TILE_CELLS + 4u * (tokens) + SHARED_QUANTIZE_WORDS(max_head_dim))
 
-// attention_rows.comp: the query (max_head_dim values), 64 partial sums and a score per key of
-// a batch, the batch's values (max_head_dim / 2 words of f16 pairs per key), the Q8_0 staging of
-// one head.
-#define SHARED_ATTENTION_ROWS_WORDS(batch, max_head_dim)                                   \
-  ((max_head_dim) + (batch) * 64u + (batch) + (batch) * ((max_head_dim) / 2u) +             \
-   SHARED_QUANTIZE_WORDS(max_head_dim))
-
 // matmul.comp (Q4_0 / Q8_0): per step k_blocks blocks of `rows` weight rows and `tokens` token
 // rows, 8 packed words padded to 9 (distinct banks for the tile's 16 row groups) and a scale each.
 #define SHARED_MATMUL_STRIDE 9u
