@@ -91,11 +91,13 @@ class VulkanBackend final : public Backend {
     std::unique_ptr<CommandSequence> commands;
     std::vector<std::string> marks;
   };
-  // A step's recorded sequences: the embedding and the layers in chunks of layers_per_submit,
-  // the last one also the pass's logits and hidden state copy.
+  // A step's sequences: the embedding and the layers in chunks of layers_per_submit, the last one
+  // also the pass's logits and hidden state copy. The first sequences_recorded of them are
+  // recorded for `shape` (a pass cancelled halfway leaves the rest to its next run).
   struct RecordedPass {
     PassShape shape;
     std::vector<ProfiledSequence> sequences;
+    size_t sequences_recorded = 0;
   };
 
   void upload_weights();
@@ -106,9 +108,12 @@ class VulkanBackend final : public Backend {
   // Each layer's AttentionStepParams for this step's views.
   AttentionSplit write_attention_steps(const AttentionView& view, uint32_t n_tokens);
   void write_per_layer_token_rows(const Batch& batch, const Step& step);
-  // The pass recorded for `shape` (recorded now if it is not among the last kMaxRecordedPasses).
-  RecordedPass& recorded_pass(const PassShape& shape);
-  // Submits a pass's sequences in order, asking `cancelled` before each; false if it said so.
+  // The pass for `shape`: one of the last kMaxRecordedPasses, or one to be recorded as it runs.
+  RecordedPass& pass_for(const PassShape& shape);
+  // Records sequence `index` of `pass` for its shape.
+  void record_pass_sequence(RecordedPass& pass, size_t index);
+  // Submits a pass's sequences in order (recording those not yet recorded), asking `cancelled`
+  // before each; false if it said so.
   bool run_pass(RecordedPass& pass, const std::function<bool()>& cancelled);
   // Records `sequence` anew: begin, record(commands), end, with profiling marks around.
   void record(ProfiledSequence& sequence, const std::function<void(CommandSequence&)>& record);

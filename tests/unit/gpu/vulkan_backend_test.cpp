@@ -533,7 +533,7 @@ TEST(VulkanBackend, KvExportsInSeveralSubmissionsEqualSmallOnes) {
   EXPECT_EQ(again, whole);
 }
 
-TEST(VulkanBackend, CancelledForwardStopsBeforeItsLastLayer) {
+TEST(VulkanBackend, CancelledForwardStopsBeforeItsLastLayerAndRunsWholeLater) {
   TempDir dir;
   const auto model = small_model(dir, ModelArch::Gemma4, GgmlType::F16);
   VULKAN_BACKEND_OR_SKIP(probe, model);  // skips without a device
@@ -552,6 +552,17 @@ TEST(VulkanBackend, CancelledForwardStopsBeforeItsLastLayer) {
   Logits out;
   EXPECT_FALSE(gpu->forward(batch, view, LogitsWanted::Last, {}, out));
   EXPECT_EQ(asked, 2);
+
+  // The same step again, not cancelled: its pass was recorded only up to where it stopped, the
+  // rest is recorded now; the logits are those of a backend that never stopped.
+  const Batch whole{tokens, positions, slots, {}};
+  Logits again;
+  ASSERT_TRUE(gpu->forward(whole, view, LogitsWanted::Last, {}, again));
+  EXPECT_EQ(gpu->passes_recorded(), 1u);
+  vulkan::VulkanBackend fresh(model, one_layer_chunks);
+  Logits expected;
+  ASSERT_TRUE(fresh.forward(whole, view, LogitsWanted::Last, {}, expected));
+  EXPECT_EQ(again.values, expected.values);
 }
 
 TEST(VulkanBackend, BadInputIsRefusedBeforeAnythingRuns) {
