@@ -8,6 +8,8 @@
 # the first two). GPU_TESTS=1 first runs .devrun/channel_gpu_tests (every kernel against the CPU).
 # VARIANTS="NAME=VALUE ..." also runs the new binary once per round with each environment setting
 # (e.g. VARIANTS="CHANNEL_VULKAN_NORM_WORKGROUP=256 CHANNEL_VULKAN_NORM_WORKGROUP=1024").
+# Each run's table lines (prefill, decode, probe, snapshot) and its warm-up figures (a shape's
+# first run: the prefill warm-up records its pass) are kept.
 # usage: [ROUNDS=2] [BINARIES=...] [GPU_TESTS=1] [VARIANTS=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
@@ -23,12 +25,14 @@ fi
 for round in $(seq "${ROUNDS:-2}"); do
   for binary in ${BINARIES:-channel_base channel}; do
     echo "== round $round: $binary"
-    timeout 200 "$R/.devrun/$binary" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json 2>/dev/null |
-      grep -E "^(prefill|decode)" | tee -a "$OUT/ab-$binary.txt"
+    timeout 200 "$R/.devrun/$binary" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json 2>/tmp/ab-err.txt |
+      grep -E "^(prefill|decode|discrete|snapshot)" | tee -a "$OUT/ab-$binary.txt"
+    grep "warm-up" /tmp/ab-err.txt | tee -a "$OUT/ab-$binary.txt"
   done
   for variant in ${VARIANTS:-}; do
     echo "== round $round: channel with $variant"
     env "$variant" timeout 200 "$R/.devrun/channel" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json \
-      2>/dev/null | grep -E "^(prefill|decode)" | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
+      2>/tmp/ab-err.txt | grep -E "^(prefill|decode|discrete|snapshot)" | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
+    grep "warm-up" /tmp/ab-err.txt | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
   done
 done
