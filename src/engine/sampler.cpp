@@ -78,13 +78,6 @@ void Sampler::collect_candidates(std::span<const float> logits, std::span<const 
       ++it->second;
     }
   }
-  // Masked and penalized ids are set aside: the pass below meets them only through `excluded_`.
-  excluded_.resize(std::max(excluded_.size(), logits.size()));
-  for (int32_t token : masked) {
-    if (in_vocabulary(token)) excluded_[token] = 1;
-  }
-  for (const auto& [token, count] : counts_) excluded_[token] = 1;
-
   // top_k <= 0 keeps every candidate; otherwise a heap holds the best k so far, its worst on top,
   // so that most ids cost one comparison with it.
   const size_t k = o.top_k > 0 ? static_cast<size_t>(o.top_k) : logits.size();
@@ -99,13 +92,20 @@ void Sampler::collect_candidates(std::span<const float> logits, std::span<const 
       std::push_heap(candidates_.begin(), candidates_.end(), better);
     }
   };
+  // Masked and penalized ids are set aside: the pass below meets them only through `excluded_`.
+  // Penalized ids that are not masked are offered first, with their penalized logits.
+  excluded_.resize(std::max(excluded_.size(), logits.size()));
+  for (int32_t token : masked) {
+    if (in_vocabulary(token)) excluded_[token] = 1;
+  }
   for (const auto& [token, count] : counts_) {
-    if (std::find(masked.begin(), masked.end(), token) != masked.end()) continue;
+    if (excluded_[token]) continue;  // masked
     float value = logits[token];
     value = value > 0 ? value / o.repeat_penalty : value * o.repeat_penalty;
     value -= o.presence_penalty + static_cast<float>(count) * o.frequency_penalty;
     offer(value, token);
   }
+  for (const auto& [token, count] : counts_) excluded_[token] = 1;
   // Blocks of ids none of whose logits reaches the worst kept one are passed over whole (a
   // comparison the compiler vectorizes).
   constexpr size_t kBlock = 64;

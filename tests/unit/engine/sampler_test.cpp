@@ -152,7 +152,8 @@ TEST(Sampler, PicksWhatThePlainOrderPicks) {
     for (float& v : logits) v = static_cast<float>(level(rng)) * 0.25f;
     std::vector<int32_t> masked, recent;
     std::uniform_int_distribution<int32_t> id(-2, static_cast<int32_t>(n_vocab) + 2);  // some out of range
-    for (int i = 0; i < trial % 7; ++i) masked.push_back(id(rng));
+    // Half of the masked ids from the range the recent ones repeat in: masked and penalized at once.
+    for (int i = 0; i < trial % 7; ++i) masked.push_back(i % 2 ? id(rng) % 20 : id(rng));
     for (int i = 0; i < (trial * 5) % 40; ++i) recent.push_back(id(rng) % 20);  // repeats
     SamplerOptions o;
     o.temperature = trial % 4 == 0 ? 0.0f : 0.8f;
