@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -183,17 +184,18 @@ void CpuBackend::attention_block(int il, const Batch& batch, const kv::SlotRuns&
   // A KV-shared layer computes queries only and attends over its source layer's cache.
   const bool writes_kv = config.owns_kv(il);
   resize(q_, n_tokens * q_width);
-  matmul(m.wq, normed_.data(), n_tokens, q_.data(), pool_, &activation_buffers_);
+  std::array<MatmulProduct, 3> projections;
+  size_t n_projections = 0;
+  projections[n_projections++] = {m.wq, normed_.data(), n_tokens, q_.data(), q_width};
   if (writes_kv) {
     resize(k_, n_tokens * kv_width);
     resize(v_, n_tokens * kv_width);
-    matmul(m.wk, normed_.data(), n_tokens, k_.data(), pool_, &activation_buffers_);
-    if (m.wv) {
-      matmul(*m.wv, normed_.data(), n_tokens, v_.data(), pool_, &activation_buffers_);
-    } else {
-      std::copy_n(k_.data(), n_tokens * kv_width, v_.data());  // Gemma 4 layers without attn_v: V = K
-    }
+    projections[n_projections++] = {m.wk, normed_.data(), n_tokens, k_.data(), kv_width};
+    if (m.wv) projections[n_projections++] = {*m.wv, normed_.data(), n_tokens, v_.data(), kv_width};
   }
+  matmul_batch(std::span(projections).first(n_projections), ProductOrder::kMulMat, pool_, batch_scratch_);
+  // Gemma 4 layers without attn_v: V = K.
+  if (writes_kv && !m.wv) std::copy_n(k_.data(), n_tokens * kv_width, v_.data());
 
   // Per-head norms and RoPE, then the new keys and values go to their slots.
   LayerCache& cache = cache_[lc.kv_layer];
@@ -283,8 +285,9 @@ void CpuBackend::dense_ffn(int il, int64_t n_tokens) {
   norm_rows(x_.data(), normed_.data(), n_tokens, n_embd, config.norm_eps, w.ffn_norm, pool_);
   resize(gate_, n_tokens * n_ff);
   resize(up_, n_tokens * n_ff);
-  matmul(m.ffn_gate, normed_.data(), n_tokens, gate_.data(), pool_, &activation_buffers_);
-  matmul(m.ffn_up, normed_.data(), n_tokens, up_.data(), pool_, &activation_buffers_);
+  const std::array<MatmulProduct, 2> gate_up = {MatmulProduct{m.ffn_gate, normed_.data(), n_tokens, gate_.data(), n_ff},
+                                                MatmulProduct{m.ffn_up, normed_.data(), n_tokens, up_.data(), n_ff}};
+  matmul_batch(gate_up, ProductOrder::kMulMat, pool_, batch_scratch_);
   geglu_values(gate_.data(), up_.data(), gate_.data(), n_tokens * n_ff, pool_);
   resize(proj_, n_tokens * n_embd);
   matmul(m.ffn_down, gate_.data(), n_tokens, proj_.data(), pool_, &activation_buffers_);

@@ -11,6 +11,7 @@
 #include "backend/cpu/activations.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/kernel_weights.h"
+#include "backend/cpu/matmul.h"
 #include "backend/cpu/moe.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
@@ -75,6 +76,7 @@ class CpuBackend final : public Backend {
   AttentionScratch attention_scratch_;
   // The matrix products' converted activations, reused from one product to the next.
   ActivationBuffers activation_buffers_;
+  MatmulBatchScratch batch_scratch_;  // a layer's products of one input (Q, K, V; gate, up)
   // Activations for the current batch, [n_tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
   // E-models: every layer's per-layer embedding input, [n_layer][n_tokens][n_embd_per_layer].

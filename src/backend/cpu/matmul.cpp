@@ -66,22 +66,32 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* out,
 MatmulBatchScratch::MatmulBatchScratch() = default;
 MatmulBatchScratch::~MatmulBatchScratch() = default;
 
-void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool, MatmulBatchScratch& scratch) {
+void matmul_batch(std::span<const MatmulProduct> products, ProductOrder order, ThreadPool& pool,
+                  MatmulBatchScratch& scratch) {
   // One job per product; each split into row ranges of about kMinChunkWork (whole tiles), the
   // ranges of all products shared out together.
   auto& activations = scratch.activations;
+  auto& inputs = scratch.inputs;
   auto& jobs = scratch.jobs;
   auto& ranges = scratch.ranges;
+  inputs.clear();
   jobs.clear();
   ranges.clear();
+  const auto same_input = [](const MatmulProduct& a, const MatmulProduct& b) {
+    return a.x == b.x && a.n_tokens == b.n_tokens && a.w.cols == b.w.cols && a.w.type == b.w.type;
+  };
   for (const MatmulProduct& p : products) {
     check_weights(p.w);
     if (p.n_tokens <= 0 || p.w.rows <= 0) continue;
-    if (activations.size() <= jobs.size()) activations.push_back(std::make_unique<PreparedActivations>());
-    PreparedActivations& x = *activations[jobs.size()];
-    x.prepare(p.w.type, p.x, p.n_tokens, p.w.cols, &pool);
-    DotRowsJob job = product_job(p.w, x, p.out, p.out_stride);
-    job.bf16_accumulation = bf16_vec_dot_accumulation();
+    size_t input = 0;
+    while (input < inputs.size() && !same_input(*inputs[input], p)) ++input;
+    if (input == inputs.size()) {
+      if (activations.size() <= input) activations.push_back(std::make_unique<PreparedActivations>());
+      activations[input]->prepare(p.w.type, p.x, p.n_tokens, p.w.cols, &pool);
+      inputs.push_back(&p);
+    }
+    DotRowsJob job = product_job(p.w, *activations[input], p.out, p.out_stride);
+    if (order == ProductOrder::kMulMatId) job.bf16_accumulation = bf16_vec_dot_accumulation();
     jobs.push_back(job);
     const int64_t grain = row_grain(p.w, p.n_tokens);
     for (int64_t begin = 0; begin < p.w.rows; begin += grain) {

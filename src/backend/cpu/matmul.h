@@ -48,7 +48,8 @@ class PreparedActivations;
 struct MatmulBatchScratch {
   MatmulBatchScratch();
   ~MatmulBatchScratch();
-  std::vector<std::unique_ptr<PreparedActivations>> activations;  // one per product, reused
+  std::vector<std::unique_ptr<PreparedActivations>> activations;  // one per distinct input, reused
+  std::vector<const MatmulProduct*> inputs;  // the product whose input activations[i] holds
   std::vector<DotRowsJob> jobs;
   struct RowRange {
     size_t job;
@@ -57,14 +58,20 @@ struct MatmulBatchScratch {
   std::vector<RowRange> ranges;
 };
 
-// Runs independent products (the experts of an MoE layer, each over its own tokens) as one
-// parallel_for over all their row tiles, so that the threads share the whole set instead of
-// meeting at a barrier after each small product. The accumulation orders are those of ggml's
-// mul_mat_id, which computes every expert with the vec_dot kernels (BF16 too, where matmul
-// follows tinyBLAS for 2+ tokens) and Q4_0 experts repacked as matmul's Q4_0 matrices.
-// `scratch` keeps the storage of the products' activations and jobs from one call to the next
-// (it only grows), so that a decode step allocates nothing.
-void matmul_batch(std::span<const MatmulProduct> products, ThreadPool& pool, MatmulBatchScratch& scratch);
+// The accumulation order of a batch's products: ggml's mul_mat (matmul's: a layer's Q, K and V,
+// or gate and up) or its mul_mat_id (the experts of an MoE layer), which computes every expert
+// with the vec_dot kernels (BF16 too, where mul_mat follows tinyBLAS for 2+ tokens) and Q4_0
+// experts repacked as matmul's Q4_0 matrices.
+enum class ProductOrder { kMulMat, kMulMatId };
+
+// Runs independent products (a layer's projections of one input; the experts of an MoE layer,
+// each over its own tokens) as one parallel_for over all their row tiles, so that the threads
+// share the whole set instead of meeting at a barrier after each product. Products of the same
+// input (x, tokens, columns and weight type) share its conversion. `scratch` keeps the storage of
+// the products' activations and jobs from one call to the next (it only grows), so that a decode
+// step allocates nothing.
+void matmul_batch(std::span<const MatmulProduct> products, ProductOrder order, ThreadPool& pool,
+                  MatmulBatchScratch& scratch);
 
 // Converts row `row` of w to f32 (embedding lookup).
 void dequantize_row(const WeightMatrix& w, int64_t row, float* out);

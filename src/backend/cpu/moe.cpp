@@ -124,7 +124,7 @@ void gate_up_products(const ExpertWeights& w, int n_expert, int n_ff_exp, int64_
       products.push_back({expert_rows(w.up, n_expert, e), x, n, out + n_ff_exp, stride});
     }
   }
-  matmul_batch(products, pool, s.batch);
+  matmul_batch(products, ProductOrder::kMulMatId, pool, s.batch);
 }
 
 void down_products(const ExpertWeights& w, int n_expert, int n_ff_exp, int64_t n_embd, ExpertScratch& s,
@@ -137,7 +137,7 @@ void down_products(const ExpertWeights& w, int n_expert, int n_ff_exp, int64_t n
     products.push_back({expert_rows(w.down, n_expert, e), s.hidden.data() + s.first_row[e] * n_ff_exp, n,
                         s.down.data() + s.first_row[e] * n_embd, n_embd});
   }
-  matmul_batch(products, pool, s.batch);
+  matmul_batch(products, ProductOrder::kMulMatId, pool, s.batch);
 }
 
 }  // namespace
