@@ -257,6 +257,67 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupTokens(const DotRowsJob& job, const
 }
 #endif
 
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_AVX3_DL
+// PMADDUBSW (SSSE3 and later) multiplies a unit's unsigned bytes, the nibbles as stored (0..15),
+// by the activations' four signed bytes broadcast to every lane and adds adjacent products into
+// int16 lanes; the eight units of a block add into the same lanes (16 products of at most
+// 15 x 128 each: exact in int16), and PMADDWD with ones adds each row's two int16 lanes into its
+// int32 lane: the block's exact sum, as VPDPBUSD gives it, at half the instructions of the int16
+// pairs below (AVX2 and SSE4 have no VNNI; nor have AVX-512 CPUs before Ice Lake).
+using VU8 = hn::Vec<DU8>;
+HWY_INLINE VI16 MulAddBytePairs(VU8 unsigned_bytes, VI32 signed_bytes) {
+#if HWY_TARGET == HWY_AVX3
+  return VI16{_mm512_maddubs_epi16(unsigned_bytes.raw, signed_bytes.raw)};
+#elif HWY_TARGET == HWY_AVX2
+  return VI16{_mm256_maddubs_epi16(unsigned_bytes.raw, signed_bytes.raw)};
+#else
+  return VI16{_mm_maddubs_epi16(unsigned_bytes.raw, signed_bytes.raw)};
+#endif
+}
+HWY_INLINE VI32 AddInt16Pairs(VI16 values) {
+#if HWY_TARGET == HWY_AVX3
+  return VI32{_mm512_madd_epi16(values.raw, _mm512_set1_epi16(1))};
+#elif HWY_TARGET == HWY_AVX2
+  return VI32{_mm256_madd_epi16(values.raw, _mm256_set1_epi16(1))};
+#else
+  return VI32{_mm_madd_epi16(values.raw, _mm_set1_epi16(1))};
+#endif
+}
+
+template <size_t kTokens>
+HWY_NOINLINE void ByteGroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group, int64_t first_row,
+                                  const TokenTile<kTokens>& x) {
+  const DU8 du8;
+  const DI32 di32;
+  const VU8 nibble_mask = hn::Set(du8, 0x0f);
+  GroupAccumulators<kTokens> acc;
+  for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
+    const Q4_0RowGroupBlock& block = group[b];
+    PrefetchAhead(group + b);
+    for (int64_t s = 0; s < kGroupVectors; ++s) {
+      // Unit u holds elements 4u..4u+3 of each row: low nibbles for u < 4, high ones above.
+      VU8 units[2 * kQ4Units];
+      for (int64_t j = 0; j < kQ4Units; ++j) {
+        const VU8 packed = hn::LoadU(du8, block.qs[j] + s * 4 * kLaneRows);
+        units[j] = hn::And(packed, nibble_mask);
+        units[j + kQ4Units] = hn::And(hn::BitCast(du8, hn::ShiftRight<4>(hn::BitCast(DU16(), packed))), nibble_mask);
+      }
+      const VF w_scales = RowScales(block, s);
+      for (size_t t = 0; t < kTokens; ++t) {
+        const int8_t* quants = x.blocks[t][b].qs;
+        VI16 pairs = MulAddBytePairs(units[0], hn::Set(di32, Word(quants, 0)));
+        for (size_t u = 1; u < 2 * kQ4Units; ++u) {
+          pairs = hn::Add(pairs, MulAddBytePairs(units[u], hn::Set(di32, Word(quants, u))));
+        }
+        const VI32 offset = hn::Set(di32, -8 * x.sums[t][b]);  // the nibbles are q + 8
+        acc.Add(s, t, hn::Add(AddInt16Pairs(pairs), offset), w_scales, x.scales[t][b]);
+      }
+    }
+  }
+  acc.Store(job, first_row, x.first);
+}
+#endif
+
 // Tokens per tile: as many as the accumulators leave registers for (VNNI: 8 of AVX-512's 32; the
 // int16 path keeps one per vector of the group and token: 4 was faster than 2 on AVX2, 147 against
 // 89 tok/s prefill on gemma3-1b, though SSE4's four vectors per group then spill).
@@ -270,6 +331,9 @@ void TokenTileOfGroup(const DotRowsJob& job, const Q4_0RowGroupBlock* group, con
   const TokenTile<kTokens> x(*job.activations, t0);
 #if HWY_TARGET == HWY_AVX3_DL
   VnniGroupTokens<kTokens>(job, group, first_row, x);
+#elif HWY_ARCH_X86
+  (void)pairs;
+  ByteGroupTokens<kTokens>(job, group, first_row, x);
 #else
   if (pairs) return GroupTokens<kTokens>(job, group, UnpackedPairs{pairs}, first_row, x);
   GroupTokens<kTokens>(job, group, PairsOnTheFly{group}, first_row, x);
@@ -514,7 +578,7 @@ void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   const int64_t n_tokens = job.activations->n_tokens();
 #if HWY_TARGET == HWY_AVX3_DL
   if (n_tokens >= kAmxTokens && amx_int8_ready()) return AmxRowGroupRows(job, begin, end);
-#else
+#elif !HWY_ARCH_X86
   if (n_tokens > static_cast<int64_t>(kTileTokens)) {  // several token tiles share each group's pairs
     const int64_t n_blocks = job.activations->cols() / kQuantBlock;
     const auto pairs = hwy::AllocateAligned<int16_t>(n_blocks * kPairVectorsPerBlock * hn::Lanes(DI16()));
