@@ -318,10 +318,10 @@ HWY_NOINLINE void ByteGroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock
 }
 #endif
 
-// Tokens per tile: as many as the accumulators leave registers for (VNNI: 8 of AVX-512's 32; the
-// int16 path keeps one per vector of the group and token: 4 was faster than 2 on AVX2, 147 against
-// 89 tok/s prefill on gemma3-1b, though SSE4's four vectors per group then spill).
-constexpr size_t kTileTokens = HWY_TARGET == HWY_AVX3_DL ? 8 : 4;
+// Tokens per tile: as many as the accumulators leave registers for (AVX-512: 8 of 32 registers;
+// AVX2 with PMADDUBSW: 8 was 4% faster than 4, pp128 194-198 against 186 tok/s on gemma3-1b;
+// SSE4's four vectors per group spill them at any count, and 2 or 4 ran alike).
+constexpr size_t kTileTokens = HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3 ? 4 : 8;
 
 // The kernel of this target for one tile of tokens; `pairs` (non-AVX3_DL targets, batches): the
 // group unpacked by UnpackGroupPairs.
