@@ -123,11 +123,14 @@ HWY_INLINE VF RowScales(const Block& block, int64_t s) {
   return hn::PromoteTo(DF(), hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(block.d) + s * kLaneRows));
 }
 
-// Int16 multiply-adds (pmaddwd on x86). A unit's 32-bit lane r holds row r's four stored nibbles
-// (elements e0..e3 of a unit) as bytes; read as u16 lanes and masked, they give int16 pairs
-// (e0, e2) and (e1, e3), which meet the activations' matching pairs in WideQ8Block (its even
-// values x0, x2, .. and odd values x1, x3, ..) broadcast to every lane.
 using VI16 = hn::Vec<DI16>;
+
+#if !HWY_ARCH_X86
+// Int16 multiply-adds, for targets without a byte multiply-add (x86 has PMADDUBSW or VPDPBUSD,
+// below). A unit's 32-bit lane r holds row r's four stored nibbles (elements e0..e3 of a unit)
+// as bytes; read as u16 lanes and masked, they give int16 pairs (e0, e2) and (e1, e3), which meet
+// the activations' matching pairs in WideQ8Block (its even values x0, x2, .. and odd values x1,
+// x3, ..) broadcast to every lane.
 constexpr int64_t kPairsPerUnit = 4;  // (e0, e2) and (e1, e3) of the low nibbles, then of the high
 
 // Unit j's int16 pairs for vector s of a block: elements 4j.. (low nibbles) and 16+4j.. (high).
@@ -216,6 +219,7 @@ HWY_NOINLINE void GroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* gr
   }
   acc.Store(job, first_row, x.first);
 }
+#endif  // !HWY_ARCH_X86
 
 #if HWY_TARGET == HWY_AVX3_DL
 // VPDPBUSD (AVX512-VNNI) multiplies a unit's 64 unsigned bytes, the nibbles as stored, by the
@@ -323,8 +327,8 @@ HWY_NOINLINE void ByteGroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock
 // SSE4's four vectors per group spill them at any count, and 2 or 4 ran alike).
 constexpr size_t kTileTokens = HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3 ? 4 : 8;
 
-// The kernel of this target for one tile of tokens; `pairs` (non-AVX3_DL targets, batches): the
-// group unpacked by UnpackGroupPairs.
+// The kernel of this target for one tile of tokens; `pairs` (targets without a byte multiply-add,
+// batches): the group unpacked by UnpackGroupPairs.
 template <size_t kTokens>
 void TokenTileOfGroup(const DotRowsJob& job, const Q4_0RowGroupBlock* group, const int16_t* pairs,
                       int64_t first_row, int64_t t0) {
