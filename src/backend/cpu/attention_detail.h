@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "backend/cpu/attention.h"
+#include "core/fused_multiply_add.h"
 
 namespace channel::cpu::attention_detail {
 
@@ -40,12 +41,12 @@ inline float scale_by_pow2(float j, int n) {
 
 // One lane of ggml_v_expf (AVX-512 build), bit for bit.
 inline float expf_ggml(float x) {
-  const float z = std::fma(x, kExpLog2e, kExpShift);
+  const float z = fused_multiply_add(x, kExpLog2e, kExpShift);
   const float n = z - kExpShift;
-  const float b = std::fma(-n, kExpLn2Lo, std::fma(-n, kExpLn2Hi, x));
+  const float b = fused_multiply_add(-n, kExpLn2Lo, fused_multiply_add(-n, kExpLn2Hi, x));
   const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(kExpC5, b, kExpC4), u, std::fma(kExpC3, b, kExpC2)), u,
-                           std::fma(kExpC1, b, 1.0f));
+  const float j = fused_multiply_add(fused_multiply_add(fused_multiply_add(kExpC5, b, kExpC4), u, fused_multiply_add(kExpC3, b, kExpC2)), u,
+                           fused_multiply_add(kExpC1, b, 1.0f));
   if (std::fabs(n) > kExpMaxExponent) return n <= 0.0f ? 0.0f : kInf;  // NaN n: infinity, as ggml
   return scale_by_pow2(j, static_cast<int>(n));
 }

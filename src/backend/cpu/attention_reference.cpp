@@ -22,7 +22,7 @@ float dot_f16_ggml(const float* q16, const uint16_t* k, int n) {
   float acc[4][16] = {};
   for (int i = 0; i < whole; i += 64) {
     for (int j = 0; j < 4; ++j) {
-      for (int l = 0; l < 16; ++l) acc[j][l] = std::fma(q16[i + 16 * j + l], f16_to_f32(k[i + 16 * j + l]), acc[j][l]);
+      for (int l = 0; l < 16; ++l) acc[j][l] = fused_multiply_add(q16[i + 16 * j + l], f16_to_f32(k[i + 16 * j + l]), acc[j][l]);
     }
   }
   float lanes[16];
@@ -35,7 +35,7 @@ float dot_f16_ggml(const float* q16, const uint16_t* k, int n) {
 // simd_gemm's score: a fused multiply-add chain over the head dimensions from 0.
 float dot_fma_chain(const float* q, const uint16_t* k, int n) {
   float acc = 0.0f;
-  for (int i = 0; i < n; ++i) acc = std::fma(q[i], f16_to_f32(k[i]), acc);
+  for (int i = 0; i < n; ++i) acc = fused_multiply_add(q[i], f16_to_f32(k[i]), acc);
   return acc;
 }
 
@@ -77,7 +77,7 @@ void one_row_reference(const AttentionProblem& p, int64_t t, int h, int64_t begi
     } else {
       vs = std::exp(score - m);
     }
-    for (int d = 0; d < d_head; ++d) vkq[d] = round_to_f16(std::fma(f16_to_f32(value[d]), vs, vkq[d]));  // ggml_vec_mad_f16
+    for (int d = 0; d < d_head; ++d) vkq[d] = round_to_f16(fused_multiply_add(f16_to_f32(value[d]), vs, vkq[d]));  // ggml_vec_mad_f16
     s = mul_then_add(s, ms, vs);
   }
   r.m = m;
@@ -121,7 +121,7 @@ void tiled_row_reference(const AttentionProblem& p, int64_t t, int h, float* out
       if (scores[c] == -kInf) continue;
       const int64_t i = tile * kKvTileCells + c - geo.first_cell;
       const uint16_t* value = p.v + p.slots[i] * p.kv_stride + kv_offset;
-      for (int d = 0; d < d_head; ++d) vkq[d] = std::fma(f16_to_f32(value[d]), weights[c], vkq[d]);
+      for (int d = 0; d < d_head; ++d) vkq[d] = fused_multiply_add(f16_to_f32(value[d]), weights[c], vkq[d]);
     }
   }
   const float inv = s == 0.0f ? 0.0f : 1.0f / s;
@@ -140,10 +140,10 @@ void combine_partials(const OneRowPartial* partials, int64_t stride, int64_t n_c
     // As compiled in llama.cpp: the new chunk's product rounded, the old sum fused onto it.
     for (int d = 0; d < head_dim; ++d) {
       const float added = r.vkq[d] * scale_new;
-      out[d] = std::fma(out[d], scale_old, added);
+      out[d] = fused_multiply_add(out[d], scale_old, added);
     }
     const float added = r.s * scale_new;
-    s = std::fma(s, scale_old, added);
+    s = fused_multiply_add(s, scale_old, added);
     m = m_new;
   }
   if (s != 0.0f) {
