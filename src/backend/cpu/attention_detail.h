@@ -45,8 +45,8 @@ inline float expf_ggml(float x) {
   const float n = z - kExpShift;
   const float b = fused_multiply_add(-n, kExpLn2Lo, fused_multiply_add(-n, kExpLn2Hi, x));
   const float u = b * b;
-  const float j = fused_multiply_add(fused_multiply_add(fused_multiply_add(kExpC5, b, kExpC4), u, fused_multiply_add(kExpC3, b, kExpC2)), u,
-                           fused_multiply_add(kExpC1, b, 1.0f));
+  const float high = fused_multiply_add(fused_multiply_add(kExpC5, b, kExpC4), u, fused_multiply_add(kExpC3, b, kExpC2));
+  const float j = fused_multiply_add(high, u, fused_multiply_add(kExpC1, b, 1.0f));
   if (std::fabs(n) > kExpMaxExponent) return n <= 0.0f ? 0.0f : kInf;  // NaN n: infinity, as ggml
   return scale_by_pow2(j, static_cast<int>(n));
 }
