@@ -14,12 +14,17 @@
 namespace channel::vulkan {
 namespace {
 
-// Push constants of matvec.comp / matmul.comp (shaders/matmul_params.glsl).
-struct MatmulPush {
-  uint64_t w, w_scales, x, x_scales, dst, row_ids;
-  uint32_t n_out, cols, n_tokens, w_row_bytes, x_stride, dst_stride, w_rows, pad;
-};
 static_assert(sizeof(MatmulPush) == 80 && offsetof(MatmulPush, n_out) == 48 && offsetof(MatmulPush, pad) == 76);
+
+// matvec_q.comp with GATED_OUTPUT: MatmulPush for the gate matrix, then the up matrix's and the
+// output's addresses.
+struct GatedMatvecPush {
+  MatmulPush matmul;
+  uint64_t up, up_scales, out_scales, gelu_table;
+};
+static_assert(sizeof(GatedMatvecPush) == 112 && offsetof(GatedMatvecPush, up) == 80);
+constexpr uint32_t kGatedRows = 64;        // matvec_q.comp kGatedRows: 32 gate rows, then 32 up rows
+constexpr int64_t kGatedMaxTokens = 16;    // matvec_q.comp kGatedMaxTokens
 
 // quantize_q8.comp
 struct QuantizePush {
@@ -80,6 +85,10 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
       options.matvec_q_rows == 0 || options.matvec_subgroup_rows == 0 || options.matvec_q_blocks == 0) {
     fail("Vulkan: matrix-vector workgroup of {} threads and {} rows is not possible on {}", options.matvec_workgroup,
          options.matvec_rows, device.info().name);
+  }
+  if (options.gated_workgroup == 0 || options.gated_workgroup > device.info().max_workgroup_invocations) {
+    fail("Vulkan: a gated matrix-vector workgroup of {} threads is not possible on {} (1 to {})",
+         options.gated_workgroup, device.info().name, device.info().max_workgroup_invocations);
   }
   const uint64_t tile_shared = 4u * static_cast<uint64_t>(SHARED_MATMUL_WORDS(
                                          options.tiled_k_blocks, 16u * options.tiled_rows_per_thread, kTileTokens));
@@ -208,9 +217,8 @@ void MatmulKernels::record_matmul_rows(CommandSequence& seq, const DeviceMatrix&
   record(seq, w, x, row_ids, n_rows, out, out_stride, kernel);
 }
 
-void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x,
-                           VkDeviceAddress row_ids, int64_t n_out, VkDeviceAddress out, int64_t out_stride,
-                           MatmulKernel kernel) {
+MatmulPush MatmulKernels::matmul_push(const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids,
+                                      int64_t n_out, VkDeviceAddress out, int64_t out_stride) const {
   if (x.weight_type != w.type) {
     fail("Vulkan matmul: activations prepared for {} weights used with {} weights", ggml_type_traits(x.weight_type).name,
          ggml_type_traits(w.type).name);
@@ -228,7 +236,6 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
     check_alignment(w.data, w.type == GgmlType::F32 ? 4 : 2, "weight");
   }
   check_alignment(out, 4, "output");
-  if (x.n_tokens == 0 || n_out == 0) return;
 
   MatmulPush push{};
   push.w = w.data;
@@ -244,6 +251,14 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
   push.x_stride = to_u32(x.stride, "activation stride");
   push.dst_stride = to_u32(out_stride, "output stride");
   push.w_rows = to_u32(w.rows, "weight rows");
+  return push;
+}
+
+void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x,
+                           VkDeviceAddress row_ids, int64_t n_out, VkDeviceAddress out, int64_t out_stride,
+                           MatmulKernel kernel) {
+  const MatmulPush push = matmul_push(w, x, row_ids, n_out, out, out_stride);
+  if (x.n_tokens == 0 || n_out == 0) return;
 
   if (kernel == MatmulKernel::kAuto) {
     const bool cooperative = options_.cooperative_matrix && is_quantized(w.type) && has_cooperative();
@@ -271,6 +286,40 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
     const int64_t groups_y = (x.n_tokens + kTileTokens - 1) / kTileTokens;
     seq.dispatch(tiled_pipeline(w.type), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
   }
+}
+
+bool MatmulKernels::gated_matvec_applies(const DeviceMatrix& gate, const DeviceMatrix& up, GgmlType down_type,
+                                         const PreparedActivations& x) const {
+  return is_quantized(gate.type) && up.type == gate.type && up.rows == gate.rows && up.cols == gate.cols &&
+         is_quantized(down_type) && gate.rows % kQuantBlock == 0 && x.n_tokens >= 1 &&
+         x.n_tokens <= std::min(options_.matvec_max_tokens, kGatedMaxTokens);
+}
+
+void MatmulKernels::record_gated_matvec(CommandSequence& seq, const DeviceMatrix& gate, const DeviceMatrix& up,
+                                        const PreparedActivations& x, VkDeviceAddress gelu_table,
+                                        const PreparedActivations& out) {
+  if (!gated_matvec_applies(gate, up, out.weight_type, x)) {
+    fail("internal: the gated matrix-vector kernel for {} x {} {} weights at {} tokens", gate.rows, gate.cols,
+         ggml_type_traits(gate.type).name, x.n_tokens);
+  }
+  if (out.n_tokens != x.n_tokens || out.cols != gate.rows || out.stride != out.cols) {
+    fail("internal: gated matrix-vector output of {} x {} values for {} x {}", out.n_tokens, out.cols, x.n_tokens,
+         gate.rows);
+  }
+  check_alignment(out.values, 16, "gated output");
+  GatedMatvecPush push{};
+  push.matmul = matmul_push(gate, x, 0, gate.rows, out.values, out.stride);
+  // Also checks the up matrix against the activations.
+  const MatmulPush up_push = matmul_push(up, x, 0, up.rows, out.values, out.stride);
+  push.up = up_push.w;
+  push.up_scales = up_push.w_scales;
+  push.out_scales = out.scales;
+  push.gelu_table = gelu_table;
+  const uint32_t specialization[] = {options_.gated_workgroup, kGatedRows, options_.matvec_subgroup_rows,
+                                     tokens_per_pass(x.n_tokens), options_.matvec_q_blocks};
+  const ComputePipeline& pipeline =
+      pipelines_.get("matvec_gated_" + type_suffix(gate.type) + (integer_dot_ ? "_dot" : ""), specialization);
+  seq.dispatch_groups(pipeline, push, static_cast<uint64_t>(gate.rows) / kQuantBlock);
 }
 
 void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options) {

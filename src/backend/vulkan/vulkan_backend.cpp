@@ -98,11 +98,13 @@ std::string type_suffix(GgmlType type) {
 // (parse_matvec_shape), CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks the tiled kernel's
 // (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N[,ROWS] the cooperative-matrix kernel's
 // blocks per step (0: not used) and tile rows, CHANNEL_VULKAN_MATVEC_MAX_TOKENS=N the most tokens
-// a matrix-vector product takes before the matrix kernels, for tuning on a new device.
+// a matrix-vector product takes before the matrix kernels, CHANNEL_VULKAN_GATED_WORKGROUP=N the
+// gated FFN kernel's threads per workgroup (matmul_kernels.h), for tuning on a new device.
 MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   MatmulKernels::Options options;
   if (info.type == DeviceType::kCpu) {
     options.matvec_workgroup = std::max(8u, info.subgroup_size);
+    options.gated_workgroup = options.matvec_workgroup;
     options.matvec_rows = 64;
     options.matvec_q_rows = 64;
   }
@@ -116,6 +118,15 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     }
     options.tiled_rows_per_thread = rows_per_thread;
     options.tiled_k_blocks = k_blocks;
+  }
+  if (const char* text = std::getenv("CHANNEL_VULKAN_GATED_WORKGROUP")) {
+    unsigned threads = 0;
+    if (std::sscanf(text, "%u", &threads) != 1 || threads == 0 || (threads & (threads - 1)) != 0) {
+      fail("CHANNEL_VULKAN_GATED_WORKGROUP must be the gated matrix-vector kernel's threads per workgroup (a power "
+           "of two), not '{}'",
+           text);
+    }
+    options.gated_workgroup = threads;
   }
   if (const char* text = std::getenv("CHANNEL_VULKAN_MATVEC_MAX_TOKENS")) {
     unsigned tokens = 0;
@@ -935,12 +946,22 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
   const PreparedActivations a = record_norm_input(seq, w.gate.type, proj_.address(), w.post_attn_norm, x_.address(),
                                                   w.ffn_norm, 1.0f, n_tokens);
   mark(seq, "post-attn + ffn norm");
-  matmul_->record_matmul(seq, w.gate, a, gate_.address(), n_ff);
-  matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
-  seq.barrier();
-  mark(seq, "gate/up");
-  const PreparedActivations d = record_geglu_input(seq, w.down.type, up_.address(), n_tokens, n_ff);
-  mark(seq, "geglu");
+  PreparedActivations d;
+  if (matmul_->gated_matvec_applies(w.gate, w.up, w.down.type, a)) {
+    // Few tokens: the products, GEGLU and the down product's input quantization in one dispatch,
+    // into gate_ (free here, and apart from the scratch buffer `a` is read from).
+    d = MatmulKernels::quantized_layout(w.down.type, n_tokens, n_ff, gate_.address());
+    matmul_->record_gated_matvec(seq, w.gate, w.up, a, gelu_table_.address(), d);
+    seq.barrier();
+    mark(seq, "gate/up + geglu");
+  } else {
+    matmul_->record_matmul(seq, w.gate, a, gate_.address(), n_ff);
+    matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
+    seq.barrier();
+    mark(seq, "gate/up");
+    d = record_geglu_input(seq, w.down.type, up_.address(), n_tokens, n_ff);
+    mark(seq, "geglu");
+  }
   matmul_->record_matmul(seq, w.down, d, proj_.address(), n_embd);
   seq.barrier();
   mark(seq, "down");

@@ -20,6 +20,12 @@ layout(push_constant, std430) uniform MatmulParams {
   uint dst_stride;
   uint w_rows;        // rows of the weight matrix: row ids outside [0, w_rows) give NaN outputs
   uint pad;
+#ifdef GATED_OUTPUT
+  uint64_t up;          // matvec_q.comp GATED_OUTPUT: the up matrix's quants (w is the gate's)
+  uint64_t up_scales;   //   and its f16 scales
+  uint64_t out_scales;  //   the f32 scales of the Q8_0 output (dst: its values)
+  uint64_t gelu_table;  //   gelu.glsl's table
+#endif
 } p;
 
 // Weight row of output row i, and whether it is valid (a row id in range).

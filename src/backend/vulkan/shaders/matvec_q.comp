@@ -16,12 +16,30 @@
 // A workgroup covers ROWS_PER_WORKGROUP consecutive rows; its subgroups take groups of ROWS rows
 // in turn, so every row is computed whatever subgroup size the device uses.
 //
-// Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT. Specialization constants: 0 workgroup size,
-// 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS.
+// GATED_OUTPUT (matvec_gated_*): the FFN's gate and up products of the same activations, GEGLU
+// and the Q8_0 quantization of the result (the down product's input) in one dispatch, so that
+// decode has one dependent dispatch and barrier fewer per layer. A workgroup computes 64 rows:
+// rows 32w .. 32w + 31 of the gate matrix, then the same of up (ROWS_PER_WORKGROUP is 64), each
+// row's sum as the plain kernel forms it; the sums meet in shared memory, and each token's 32
+// gated values become one Q8_0 block (geglu_quantize.comp's values and blocks, bit for bit).
+// There p.dst and p.dst_stride are the Q8_0 values and their bytes per token, and p.n_out the
+// FFN width (a multiple of 32; the rows of each matrix).
+//
+// Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT, GATED_OUTPUT. Specialization constants: 0
+// workgroup size, 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "matmul_params.glsl"
 #include "quant.glsl"
+#ifdef GATED_OUTPUT
+#include "gelu.glsl"
+#include "quantize_block.glsl"
+#define QUANTIZE_CAPACITY 32
+#include "quantize_workgroup.glsl"
+const uint kGatedRows = 64;       // a block of 32 gate rows, then the same 32 rows of up
+const uint kGatedMaxTokens = 16;  // the most tokens a matrix-vector pass takes
+shared float gated_sums[kGatedMaxTokens * kGatedRows];
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS_PER_WORKGROUP = 8;
@@ -61,10 +79,37 @@ int quant_dot(const uvec4 lo, const uvec4 hi, const ActivationBlock a) {
 #endif
 }
 
+#ifdef GATED_OUTPUT
+// Row i of the workgroup's 64: gate row 32w + i, or up row 32w + i - 32.
+void gated_row(uint i, out uint64_t quants, out uint64_t scales) {
+  const uint row = flat_workgroup_index() * 32u + (i & 31u);
+  quants = (i < 32u ? p.w : p.up) + uint64_t(row) * uint64_t(p.w_row_bytes);
+  scales = (i < 32u ? p.w_scales : p.up_scales) + uint64_t(row) * uint64_t(p.cols / 32u) * 2u;
+}
+
+// Each token's 32 gated values as one Q8_0 block of the down product's input.
+void write_gated_blocks() {
+  const uint lane = gl_LocalInvocationID.x, block = flat_workgroup_index();
+  for (uint t = 0; t < p.n_tokens; ++t) {
+    barrier();  // the sums are in place; the previous token's quantization has read its values
+    for (uint i = lane; i < 32u; i += gl_WorkGroupSize.x) {
+      quantize_values[i] = geglu_value(gated_sums[t * kGatedRows + i], gated_sums[t * kGatedRows + 32u + i], p.gelu_table);
+    }
+    quantize_shared_q8(32u, p.dst + uint64_t(t) * p.dst_stride + block * 32u,
+                       p.out_scales + (uint64_t(t) * (p.dst_stride / 32u) + block) * 4u);
+  }
+}
+#endif
+
 void main() {
+#ifdef GATED_OUTPUT
+  const uint first = 0u, end = kGatedRows;
+  if (flat_workgroup_index() * 32u >= p.n_out) return;  // the whole workgroup, before any barrier
+#else
   const uint first = flat_workgroup_index() * ROWS_PER_WORKGROUP;
   if (first >= p.n_out) return;
   const uint end = min(first + ROWS_PER_WORKGROUP, p.n_out);
+#endif
   const uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
   const uint n_blocks = p.cols / 32u;
 
@@ -72,11 +117,16 @@ void main() {
     uint64_t quants[ROWS], scales[ROWS];
     bool valid[ROWS];
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+#ifdef GATED_OUTPUT
+      valid[r] = row0 + r < end;
+      gated_row(valid[r] ? row0 + r : 0u, quants[r], scales[r]);
+#else
       bool id_valid = false;
       const uint row = row0 + r < end ? weight_row(row0 + r, id_valid) : 0u;
       valid[r] = row0 + r < end && id_valid;
       quants[r] = weight_row_address(row);
       scales[r] = weight_scales_address(row);
+#endif
     }
 
     for (uint t0 = 0; t0 < p.n_tokens; t0 += TOKENS) {
@@ -117,10 +167,17 @@ void main() {
         [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
           const float sum = subgroupAdd(acc[r][t]);
           if (subgroupElect() && row0 + r < end && t0 + t < p.n_tokens) {
+#ifdef GATED_OUTPUT
+            gated_sums[(t0 + t) * kGatedRows + row0 + r] = sum;
+#else
             F32Ptr(p.dst + (uint64_t(t0 + t) * p.dst_stride + row0 + r) * 4u).v[0] = valid[r] ? sum : nan_value();
+#endif
           }
         }
       }
     }
   }
+#ifdef GATED_OUTPUT
+  write_gated_blocks();
+#endif
 }
