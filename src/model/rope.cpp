@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "core/fused_multiply_add.h"
 
 namespace channel {
 
@@ -26,9 +27,10 @@ void RopeTable::apply(float* head) const {
   for (int i = 0; i < half; ++i) {
     const float x0 = head[i];
     const float x1 = head[i + half];
-    // Fused as ggml's CPU RoPE computes it, so rotated keys match the peer's bit for bit.
-    head[i] = std::fma(x0, cos_[i], -(x1 * sin_[i]));
-    head[i + half] = std::fma(x0, sin_[i], x1 * cos_[i]);
+    // Fused as ggml's CPU RoPE computes it, so rotated keys match the peer's bit for bit
+    // (fused_multiply_add: no libm call per value, and no software fmaf on CPUs without FMA).
+    head[i] = fused_multiply_add(x0, cos_[i], -(x1 * sin_[i]));
+    head[i + half] = fused_multiply_add(x0, sin_[i], x1 * cos_[i]);
   }
 }
 
