@@ -16,14 +16,15 @@ namespace {
 
 static_assert(sizeof(MatmulPush) == 80 && offsetof(MatmulPush, n_out) == 48 && offsetof(MatmulPush, pad) == 76);
 
-// matvec_q.comp with GATED_OUTPUT: MatmulPush for the gate matrix, then the up matrix's, the
-// output's and the kernel's working memory's addresses.
+// matvec_q.comp with GATED_OUTPUT: MatmulPush for the gate matrix, then the up matrix's and the
+// output's addresses.
 struct GatedMatvecPush {
   MatmulPush matmul;
-  uint64_t up, up_scales, out_scales, gelu_table, sums, counters;
+  uint64_t up, up_scales, out_scales, gelu_table;
 };
-static_assert(sizeof(GatedMatvecPush) == 128 && offsetof(GatedMatvecPush, up) == 80);
-constexpr uint32_t kGatedRows = 64;  // matvec_q.comp kGatedRows: 32 gate rows, then 32 up rows
+static_assert(sizeof(GatedMatvecPush) == 112 && offsetof(GatedMatvecPush, up) == 80);
+constexpr uint32_t kGatedRows = 64;        // matvec_q.comp kGatedRows: 32 gate rows, then 32 up rows
+constexpr int64_t kGatedMaxTokens = 16;    // matvec_q.comp kGatedMaxTokens
 
 // quantize_q8.comp
 struct QuantizePush {
@@ -84,6 +85,10 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
       options.matvec_q_rows == 0 || options.matvec_subgroup_rows == 0 || options.matvec_q_blocks == 0) {
     fail("Vulkan: matrix-vector workgroup of {} threads and {} rows is not possible on {}", options.matvec_workgroup,
          options.matvec_rows, device.info().name);
+  }
+  if (options.gated_workgroup == 0 || options.gated_workgroup > device.info().max_workgroup_invocations) {
+    fail("Vulkan: a gated matrix-vector workgroup of {} threads is not possible on {} (1 to {})",
+         options.gated_workgroup, device.info().name, device.info().max_workgroup_invocations);
   }
   const uint64_t tile_shared = 4u * static_cast<uint64_t>(SHARED_MATMUL_WORDS(
                                          options.tiled_k_blocks, 16u * options.tiled_rows_per_thread, kTileTokens));
@@ -286,13 +291,13 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
 bool MatmulKernels::gated_matvec_applies(const DeviceMatrix& gate, const DeviceMatrix& up, GgmlType down_type,
                                          const PreparedActivations& x) const {
   return is_quantized(gate.type) && up.type == gate.type && up.rows == gate.rows && up.cols == gate.cols &&
-         is_quantized(down_type) && gate.rows % kQuantBlock == 0 && kGatedRows % options_.matvec_q_rows == 0 &&
-         x.n_tokens >= 1 && x.n_tokens <= options_.matvec_max_tokens;
+         is_quantized(down_type) && gate.rows % kQuantBlock == 0 && x.n_tokens >= 1 &&
+         x.n_tokens <= std::min(options_.matvec_max_tokens, kGatedMaxTokens);
 }
 
 void MatmulKernels::record_gated_matvec(CommandSequence& seq, const DeviceMatrix& gate, const DeviceMatrix& up,
-                                        const PreparedActivations& x, VkDeviceAddress gelu_table, VkDeviceAddress sums,
-                                        VkDeviceAddress counters, const PreparedActivations& out) {
+                                        const PreparedActivations& x, VkDeviceAddress gelu_table,
+                                        const PreparedActivations& out) {
   if (!gated_matvec_applies(gate, up, out.weight_type, x)) {
     fail("internal: the gated matrix-vector kernel for {} x {} {} weights at {} tokens", gate.rows, gate.cols,
          ggml_type_traits(gate.type).name, x.n_tokens);
@@ -302,8 +307,6 @@ void MatmulKernels::record_gated_matvec(CommandSequence& seq, const DeviceMatrix
          gate.rows);
   }
   check_alignment(out.values, 16, "gated output");
-  check_alignment(sums, 4, "gated sums");
-  check_alignment(counters, 4, "gated counters");
   GatedMatvecPush push{};
   push.matmul = matmul_push(gate, x, 0, gate.rows, out.values, out.stride);
   // Also checks the up matrix against the activations.
@@ -312,13 +315,11 @@ void MatmulKernels::record_gated_matvec(CommandSequence& seq, const DeviceMatrix
   push.up_scales = up_push.w_scales;
   push.out_scales = out.scales;
   push.gelu_table = gelu_table;
-  push.sums = sums;
-  push.counters = counters;
-  const uint32_t specialization[] = {options_.matvec_workgroup, options_.matvec_q_rows, options_.matvec_subgroup_rows,
+  const uint32_t specialization[] = {options_.gated_workgroup, kGatedRows, options_.matvec_subgroup_rows,
                                      tokens_per_pass(x.n_tokens), options_.matvec_q_blocks};
   const ComputePipeline& pipeline =
       pipelines_.get("matvec_gated_" + type_suffix(gate.type) + (integer_dot_ ? "_dot" : ""), specialization);
-  seq.dispatch_groups(pipeline, push, 2 * static_cast<uint64_t>(gate.rows) / options_.matvec_q_rows);
+  seq.dispatch_groups(pipeline, push, static_cast<uint64_t>(gate.rows) / kQuantBlock);
 }
 
 void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options) {

@@ -98,11 +98,13 @@ std::string type_suffix(GgmlType type) {
 // (parse_matvec_shape), CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks the tiled kernel's
 // (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N[,ROWS] the cooperative-matrix kernel's
 // blocks per step (0: not used) and tile rows, CHANNEL_VULKAN_MATVEC_MAX_TOKENS=N the most tokens
-// a matrix-vector product takes before the matrix kernels, for tuning on a new device.
+// a matrix-vector product takes before the matrix kernels, CHANNEL_VULKAN_GATED_WORKGROUP=N the
+// gated FFN kernel's threads per workgroup (matmul_kernels.h), for tuning on a new device.
 MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   MatmulKernels::Options options;
   if (info.type == DeviceType::kCpu) {
     options.matvec_workgroup = std::max(8u, info.subgroup_size);
+    options.gated_workgroup = options.matvec_workgroup;
     options.matvec_rows = 64;
     options.matvec_q_rows = 64;
   }
@@ -116,6 +118,15 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     }
     options.tiled_rows_per_thread = rows_per_thread;
     options.tiled_k_blocks = k_blocks;
+  }
+  if (const char* text = std::getenv("CHANNEL_VULKAN_GATED_WORKGROUP")) {
+    unsigned threads = 0;
+    if (std::sscanf(text, "%u", &threads) != 1 || threads == 0 || (threads & (threads - 1)) != 0) {
+      fail("CHANNEL_VULKAN_GATED_WORKGROUP must be the gated matrix-vector kernel's threads per workgroup (a power "
+           "of two), not '{}'",
+           text);
+    }
+    options.gated_workgroup = threads;
   }
   if (const char* text = std::getenv("CHANNEL_VULKAN_MATVEC_MAX_TOKENS")) {
     unsigned tokens = 0;
@@ -440,10 +451,6 @@ void VulkanBackend::allocate_state() {
   // gate_ also takes the per-layer embedding block's gate.
   gate_ = device_f32(n * std::max<size_t>(max_ff, config.n_embd_per_layer));
   up_ = device_f32(n * max_ff);
-  gated_counters_ = Buffer(*device_, std::max<uint64_t>(4, MatmulKernels::gated_counters_bytes(max_ff)),
-                           MemoryUse::kDevice);
-  const std::vector<uint8_t> zeros(gated_counters_.size());
-  transfer_->upload(gated_counters_, 0, zeros.data(), zeros.size());
   if (config.has_per_layer_embeddings()) {
     const uint64_t all_layers = uint64_t(config.n_layer) * config.n_embd_per_layer;
     per_layer_token_rows_ = upload(n * all_layers * 4);
@@ -942,11 +949,9 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
   PreparedActivations d;
   if (matmul_->gated_matvec_applies(w.gate, w.up, w.down.type, a)) {
     // Few tokens: the products, GEGLU and the down product's input quantization in one dispatch,
-    // into gate_ (free here, and apart from the scratch buffer `a` is read from), the row sums in up_.
+    // into gate_ (free here, and apart from the scratch buffer `a` is read from).
     d = MatmulKernels::quantized_layout(w.down.type, n_tokens, n_ff, gate_.address());
-    if (MatmulKernels::gated_sums_bytes(n_tokens, n_ff) > up_.size()) fail("internal: gated sums exceed up_");
-    matmul_->record_gated_matvec(seq, w.gate, w.up, a, gelu_table_.address(), up_.address(),
-                                 gated_counters_.address(), d);
+    matmul_->record_gated_matvec(seq, w.gate, w.up, a, gelu_table_.address(), d);
     seq.barrier();
     mark(seq, "gate/up + geglu");
   } else {

@@ -25,8 +25,6 @@ layout(push_constant, std430) uniform MatmulParams {
   uint64_t up_scales;   //   and its f16 scales
   uint64_t out_scales;  //   the f32 scales of the Q8_0 output (dst: its values)
   uint64_t gelu_table;  //   gelu.glsl's table
-  uint64_t sums;        //   f32 [n_tokens][2 n_out]: the row sums, in the kernel's row order
-  uint64_t counters;    //   uint32 [n_out / 32], zero: workgroups done per block (zero again after)
 #endif
 } p;
 

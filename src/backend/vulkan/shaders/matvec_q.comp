@@ -18,17 +18,12 @@
 //
 // GATED_OUTPUT (matvec_gated_*): the FFN's gate and up products of the same activations, GEGLU
 // and the Q8_0 quantization of the result (the down product's input) in one dispatch, so that
-// decode has one dependent dispatch and barrier fewer per layer. The rows are taken in blocks of
-// 64: rows 32b .. 32b + 31 of the gate matrix, then the same rows of up, a workgroup
-// ROWS_PER_WORKGROUP of them (a divisor of 64) as the plain kernel takes its rows, so that the
-// grid and its occupancy are the plain kernel's. Each row's sum, formed as the plain kernel forms
-// it, goes to p.sums; each workgroup then counts itself in its block's counter, and the block's
-// last workgroup turns the block's sums into each token's 32 gated values and one Q8_0 block
-// (geglu_quantize.comp's values and blocks, bit for bit) and sets the counter back to 0 for the
-// next dispatch. (A workgroup per block, all 64 rows in one workgroup, had an eighth of the
-// workgroups: on the H100 it decoded 5% slower with 1024 threads and 1% faster with 256 than
-// the separate dispatches.) Here p.dst and p.dst_stride are the Q8_0 values and their bytes per
-// token, and p.n_out the FFN width (a multiple of 32; the rows of each matrix).
+// decode has one dependent dispatch and barrier fewer per layer. A workgroup computes 64 rows:
+// rows 32w .. 32w + 31 of the gate matrix, then the same of up (ROWS_PER_WORKGROUP is 64), each
+// row's sum as the plain kernel forms it; the sums meet in shared memory, and each token's 32
+// gated values become one Q8_0 block (geglu_quantize.comp's values and blocks, bit for bit).
+// There p.dst and p.dst_stride are the Q8_0 values and their bytes per token, and p.n_out the
+// FFN width (a multiple of 32; the rows of each matrix).
 //
 // Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT, GATED_OUTPUT. Specialization constants: 0
 // workgroup size, 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS.
@@ -41,12 +36,9 @@
 #include "quantize_block.glsl"
 #define QUANTIZE_CAPACITY 32
 #include "quantize_workgroup.glsl"
-const uint kGatedRows = 64;  // a block of 32 gate rows, then the same 32 rows of up
-// The sums are written by one workgroup and read by another in the same dispatch: coherent, so
-// that neither goes through a cache the other does not see.
-layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CoherentF32Ptr { float v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer CounterPtr { uint v[]; };
-shared bool last_of_block;
+const uint kGatedRows = 64;       // a block of 32 gate rows, then the same 32 rows of up
+const uint kGatedMaxTokens = 16;  // the most tokens a matrix-vector pass takes
+shared float gated_sums[kGatedMaxTokens * kGatedRows];
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -88,49 +80,36 @@ int quant_dot(const uvec4 lo, const uvec4 hi, const ActivationBlock a) {
 }
 
 #ifdef GATED_OUTPUT
-// Row v of the grid's 2 n_out: gate row 32b + i for v = 64b + i, i < 32, else up row 32b + i - 32.
-void gated_row(uint v, out uint64_t quants, out uint64_t scales) {
-  const uint i = v % kGatedRows, row = v / kGatedRows * 32u + (i & 31u);
+// Row i of the workgroup's 64: gate row 32w + i, or up row 32w + i - 32.
+void gated_row(uint i, out uint64_t quants, out uint64_t scales) {
+  const uint row = flat_workgroup_index() * 32u + (i & 31u);
   quants = (i < 32u ? p.w : p.up) + uint64_t(row) * uint64_t(p.w_row_bytes);
   scales = (i < 32u ? p.w_scales : p.up_scales) + uint64_t(row) * uint64_t(p.cols / 32u) * 2u;
 }
 
-// Counts this workgroup in its block; the block's last workgroup quantizes each token's 32 gated
-// values as one block of the down product's input.
-void finish_gated_block() {
-  const uint block = flat_workgroup_index() * ROWS_PER_WORKGROUP / kGatedRows;
-  memoryBarrierBuffer();  // this invocation's sums, visible to the whole device before it is counted
-  barrier();
-  if (gl_LocalInvocationID.x == 0u) {
-    last_of_block = atomicAdd(CounterPtr(p.counters).v[block], 1u) == kGatedRows / ROWS_PER_WORKGROUP - 1u;
-  }
-  barrier();
-  if (!last_of_block) return;  // uniform: the whole workgroup
-  memoryBarrierBuffer();  // the other workgroups' sums, which their counts published
-  CoherentF32Ptr sums = CoherentF32Ptr(p.sums);
-  const uint lane = gl_LocalInvocationID.x;
+// Each token's 32 gated values as one Q8_0 block of the down product's input.
+void write_gated_blocks() {
+  const uint lane = gl_LocalInvocationID.x, block = flat_workgroup_index();
   for (uint t = 0; t < p.n_tokens; ++t) {
-    if (t > 0u) barrier();  // the previous token's quantization has read its values
-    const uint first = t * 2u * p.n_out + block * kGatedRows;
+    barrier();  // the sums are in place; the previous token's quantization has read its values
     for (uint i = lane; i < 32u; i += gl_WorkGroupSize.x) {
-      quantize_values[i] = geglu_value(sums.v[first + i], sums.v[first + 32u + i], p.gelu_table);
+      quantize_values[i] = geglu_value(gated_sums[t * kGatedRows + i], gated_sums[t * kGatedRows + 32u + i], p.gelu_table);
     }
     quantize_shared_q8(32u, p.dst + uint64_t(t) * p.dst_stride + block * 32u,
                        p.out_scales + (uint64_t(t) * (p.dst_stride / 32u) + block) * 4u);
   }
-  if (lane == 0u) CounterPtr(p.counters).v[block] = 0u;  // for the next dispatch (after its barrier)
 }
 #endif
 
 void main() {
 #ifdef GATED_OUTPUT
-  const uint n_rows = 2u * p.n_out;
+  const uint first = 0u, end = kGatedRows;
+  if (flat_workgroup_index() * 32u >= p.n_out) return;  // the whole workgroup, before any barrier
 #else
-  const uint n_rows = p.n_out;
-#endif
   const uint first = flat_workgroup_index() * ROWS_PER_WORKGROUP;
-  if (first >= n_rows) return;  // the whole workgroup, before any barrier
-  const uint end = min(first + ROWS_PER_WORKGROUP, n_rows);
+  if (first >= p.n_out) return;
+  const uint end = min(first + ROWS_PER_WORKGROUP, p.n_out);
+#endif
   const uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
   const uint n_blocks = p.cols / 32u;
 
@@ -189,7 +168,7 @@ void main() {
           const float sum = subgroupAdd(acc[r][t]);
           if (subgroupElect() && row0 + r < end && t0 + t < p.n_tokens) {
 #ifdef GATED_OUTPUT
-            CoherentF32Ptr(p.sums).v[(t0 + t) * n_rows + row0 + r] = sum;
+            gated_sums[(t0 + t) * kGatedRows + row0 + r] = sum;
 #else
             F32Ptr(p.dst + (uint64_t(t0 + t) * p.dst_stride + row0 + r) * 4u).v[0] = valid[r] ? sum : nan_value();
 #endif
@@ -199,6 +178,6 @@ void main() {
     }
   }
 #ifdef GATED_OUTPUT
-  finish_gated_block();
+  write_gated_blocks();
 #endif
 }
