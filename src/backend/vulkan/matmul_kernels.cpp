@@ -262,9 +262,9 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
 
   if (kernel == MatmulKernel::kAuto) {
     const bool cooperative = options_.cooperative_matrix && is_quantized(w.type) && has_cooperative();
-    kernel = x.n_tokens <= options_.matvec_max_tokens ? MatmulKernel::kMatvec
-             : cooperative                            ? MatmulKernel::kCooperative
-                                                      : MatmulKernel::kTiled;
+    kernel = auto_picks_matvec(x.n_tokens) ? MatmulKernel::kMatvec
+             : cooperative                 ? MatmulKernel::kCooperative
+                                           : MatmulKernel::kTiled;
   }
   if (kernel == MatmulKernel::kCooperative) {
     if (!is_quantized(w.type) || !has_cooperative()) {

@@ -132,6 +132,8 @@ class MatmulKernels {
   void record_gated_matvec(CommandSequence& seq, const DeviceMatrix& gate, const DeviceMatrix& up,
                            const PreparedActivations& x, VkDeviceAddress gelu_table, const PreparedActivations& out);
 
+  // Whether kAuto streams the weights through the matrix-vector kernel for n_tokens tokens.
+  bool auto_picks_matvec(int64_t n_tokens) const { return n_tokens <= options_.matvec_max_tokens; }
   // Whether Q4_0 / Q8_0 kernels use integer dot product instructions.
   bool uses_integer_dot() const { return integer_dot_; }
   // Whether kCooperative can run here (the device has int8 cooperative matrices).

@@ -113,4 +113,15 @@ struct PerLayerInputsPush {
 };
 static_assert(sizeof(PerLayerInputsPush) == 64);
 
+// prefetch.comp: up to kPrefetchRanges ranges of 16-byte words, read and XORed into the
+// kPrefetchChecksumWords uints at `checksum` (workgroup w's into word w % kPrefetchChecksumWords).
+constexpr int kPrefetchRanges = 6;
+constexpr uint32_t kPrefetchChecksumWords = 64;
+struct PrefetchPush {
+  uint64_t checksum;
+  uint64_t address[kPrefetchRanges];
+  uint32_t words[kPrefetchRanges];
+};
+static_assert(sizeof(PrefetchPush) == 80);
+
 }  // namespace channel::vulkan

@@ -72,13 +72,13 @@ channel_vulkan_shader(round_bf16 round_half.comp -DTYPE_BF16)
 
 # The decoder's other steps (vulkan_backend.cpp): embedding rows per weight type, norms, the
 # attention inputs (QK-norm, RoPE, KV write), attention over the slot list, GEGLU, softcap, key
-# rotation and KV row copies, the E-models' per-layer inputs.
+# rotation and KV row copies, the E-models' per-layer inputs, the weight prefetch.
 foreach(type f32 f16 bf16 q8_0 q4_0)
   string(TOUPPER ${type} TYPE)
   channel_vulkan_shader(embed_${type} embed.comp -DTYPE_${TYPE})
 endforeach()
 foreach(shader rms_norm norm_quantize attention_inputs attention_rows attention attention_combine geglu
-               geglu_quantize softcap rotate_keys copy_rows per_layer_inputs)
+               geglu_quantize softcap rotate_keys copy_rows per_layer_inputs prefetch)
   channel_vulkan_shader(${shader} ${shader}.comp)
 endforeach()
 

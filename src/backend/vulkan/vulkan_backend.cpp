@@ -191,6 +191,28 @@ uint32_t norm_quantize_workgroup(const DeviceInfo& info) {
   return std::min(1024u, info.max_workgroup_invocations);
 }
 
+// Bytes of weights each prefetch reads (weight_prefetch.h) on a discrete GPU; none on other
+// devices, whose caches are small or the CPU's. On an H100 (Gemma 3 12B, `channel bench --gpu -p
+// 512 -n 64 -r 3`, two calls, decode tok/s at depth 0 by round): 0 MiB 148.0 / 147.6 and 145.8 /
+// 138.2, 6 MiB 146.9 / 143.7, 9 MiB 152.1 / 151.7, 12 MiB 153.8 / 151.8 and 151.5 / 154.7, 16 MiB
+// 152.5 / 151.8, 24 MiB 143.6 / 147.0, 48 MiB 139.7 / 139.5: a prefetch longer than the stage it
+// hides in holds up the barrier after it for more than the product then saves.
+// CHANNEL_VULKAN_PREFETCH_MB=N overrides it (0: no prefetch), for tuning on a new device.
+constexpr uint64_t kDiscretePrefetchBytes = uint64_t{12} << 20;
+
+uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option) {
+  if (option) return *option;
+  if (const char* text = std::getenv("CHANNEL_VULKAN_PREFETCH_MB")) {
+    unsigned mib = 0;
+    if (std::sscanf(text, "%u", &mib) != 1 || mib > 4096) {
+      fail("CHANNEL_VULKAN_PREFETCH_MB must be the MiB of weights a prefetch reads (0 to 4096; 0: none), not '{}'",
+           text);
+    }
+    return uint64_t{mib} << 20;
+  }
+  return info.type == DeviceType::kDiscrete ? kDiscretePrefetchBytes : 0;
+}
+
 // Mixture-of-experts layers have no kernels here yet: such a model is refused before any device
 // memory is taken.
 void refuse_unsupported_features(const ModelConfig& config) {
@@ -222,6 +244,8 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
   tiled_attention_tokens_ =
       tiled_attention_tokens(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
   matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_, matmul_options(device_->info()));
+  prefetch_ = std::make_unique<WeightPrefetch>(*device_, *pipelines_,
+                                               prefetch_budget_bytes(device_->info(), options_.prefetch_bytes));
   transfer_ = std::make_unique<Transfer>(*device_);
   adhoc_.commands = std::make_unique<CommandSequence>(*device_);
   const char* profile = std::getenv("CHANNEL_VULKAN_PROFILE");
@@ -798,13 +822,15 @@ void VulkanBackend::record_norm(CommandSequence& seq, VkDeviceAddress x, VkDevic
 
 PreparedActivations VulkanBackend::record_norm_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
                                                      VkDeviceAddress weight, VkDeviceAddress residual,
-                                                     VkDeviceAddress next_weight, float out_scale, uint32_t rows) {
+                                                     VkDeviceAddress next_weight, float out_scale, uint32_t rows,
+                                                     std::initializer_list<const DeviceMatrix*> consumers) {
   const uint32_t n = static_cast<uint32_t>(model_->config().n_embd);
   if (is_quantized(weight_type)) {
     const PreparedActivations prepared = MatmulKernels::quantized_layout(weight_type, rows, n, scratch_.address());
     const NormQuantizePush push{x, weight, residual, next_weight, prepared.values, prepared.scales, n,
                                 model_->config().norm_eps, out_scale, rows};
     seq.dispatch_groups(pipeline("norm_quantize"), push, rows);
+    record_prefetch(seq, rows, consumers);
     seq.barrier();
     return prepared;
   }
@@ -839,7 +865,8 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
   const PreparedActivations a =
       attention_input_prepared(il)
           ? MatmulKernels::quantized_layout(w.wq.type, n_tokens, n_embd, scratch_.address())
-          : record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens);
+          : record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens,
+                              {&w.wq, &w.wk, w.wv ? &*w.wv : nullptr});
   mark(seq, "attn norm");
   // A KV-shared layer computes queries only and attends over its source layer's cache.
   const bool writes_kv = config.owns_kv(il);
@@ -907,6 +934,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
   const bool tiled = tiled_attention(n_tokens, lc.head_dim);
   seq.dispatch_indirect(pipeline(tiled ? "attention" : "attention_rows"), attention, attention_steps_,
                         step_offset + offsetof(AttentionStepParams, attention_groups));
+  record_prefetch(seq, n_tokens, {&w.wo});
   seq.barrier();
   static constexpr const char* kAttentionStage[2][2] = {{"attention (global)", "attention (sliding)"},
                                                          {"attention tiled (global)", "attention tiled (sliding)"}};
@@ -944,7 +972,7 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
 
   // The attention block's sandwich norm into the residual, then the FFN's input norm.
   const PreparedActivations a = record_norm_input(seq, w.gate.type, proj_.address(), w.post_attn_norm, x_.address(),
-                                                  w.ffn_norm, 1.0f, n_tokens);
+                                                  w.ffn_norm, 1.0f, n_tokens, {&w.gate, &w.up});
   mark(seq, "post-attn + ffn norm");
   PreparedActivations d;
   if (matmul_->gated_matvec_applies(w.gate, w.up, w.down.type, a)) {
@@ -1004,13 +1032,18 @@ void VulkanBackend::record_layer_output_norm(CommandSequence& seq, int il, VkDev
     // The sandwich norm into the residual, then the next layer's attention input norm.
     const LayerWeights& next = layers_[il + 1];
     record_norm_input(seq, next.wq.type, proj_.address(), norm, x_.address(), next.attn_norm, w.output_scale,
-                      n_tokens);
+                      n_tokens, {&next.wq, &next.wk, next.wv ? &*next.wv : nullptr});
     mark(seq, fused_stage);
   } else {
     record_norm(seq, proj_.address(), norm, 0, x_.address(), static_cast<uint32_t>(config.n_embd), n_tokens,
                 w.output_scale);
     mark(seq, stage);
   }
+}
+
+void VulkanBackend::record_prefetch(CommandSequence& seq, uint32_t n_tokens,
+                                    std::initializer_list<const DeviceMatrix*> matrices) {
+  if (matmul_->auto_picks_matvec(n_tokens)) prefetch_->record(seq, matrices);
 }
 
 bool VulkanBackend::attention_input_prepared(int il) const {

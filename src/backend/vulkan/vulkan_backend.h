@@ -25,6 +25,7 @@
 #include "backend/vulkan/matmul_kernels.h"
 #include "backend/vulkan/pipeline.h"
 #include "backend/vulkan/transfer.h"
+#include "backend/vulkan/weight_prefetch.h"
 #include "model/model.h"
 
 namespace channel::vulkan {
@@ -32,6 +33,10 @@ namespace channel::vulkan {
 struct VulkanBackendOptions {
   std::optional<uint32_t> device_index;  // default: the best device (discrete, integrated, ..., CPU)
   int layers_per_submit = 4;
+  // Bytes of the next product's weights read into the L2 cache beside each stage that leaves the
+  // GPU idle, in passes of matrix-vector products (weight_prefetch.h); 0: none. Default: the
+  // device's (prefetch_budget_bytes in vulkan_backend.cpp), CHANNEL_VULKAN_PREFETCH_MB overriding.
+  std::optional<uint64_t> prefetch_bytes;
 };
 
 class VulkanBackend final : public Backend {
@@ -150,10 +155,15 @@ class VulkanBackend final : public Backend {
   // RMSNorm of `rows` embedding-wide rows of x by `weight`, prepared as the input of weight_type
   // matrices; with a residual, first Gemma's sandwich norm (residual = (residual + norm(x) *
   // weight) * out_scale) and then the norm of the new residual by next_weight. Q4_0 / Q8_0: one
-  // fused kernel writing the int8 activations. Ends with a barrier.
+  // fused kernel writing the int8 activations, with the prefetch of `consumers` (the matrices
+  // the result feeds; null entries skipped) beside it. Ends with a barrier.
   PreparedActivations record_norm_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
                                         VkDeviceAddress weight, VkDeviceAddress residual, VkDeviceAddress next_weight,
-                                        float out_scale, uint32_t rows);
+                                        float out_scale, uint32_t rows,
+                                        std::initializer_list<const DeviceMatrix*> consumers);
+  // Records prefetch_'s read of `matrices` where a pass of n_tokens streams them through the
+  // matrix-vector kernel (after a stage that leaves the GPU mostly idle, before its barrier).
+  void record_prefetch(CommandSequence& seq, uint32_t n_tokens, std::initializer_list<const DeviceMatrix*> matrices);
   // GEGLU of gate_ and `up` ([n_tokens][n_ff]) prepared as the input of weight_type matrices (Q4_0 /
   // Q8_0: one fused kernel). Ends with a barrier.
   PreparedActivations record_geglu_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress up,
@@ -183,6 +193,7 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Device> device_;
   std::unique_ptr<PipelineCache> pipelines_;
   std::unique_ptr<MatmulKernels> matmul_;
+  std::unique_ptr<WeightPrefetch> prefetch_;
   mutable std::unique_ptr<Transfer> transfer_;
   std::list<RecordedPass> passes_;  // most recently used first
   uint64_t passes_recorded_ = 0;

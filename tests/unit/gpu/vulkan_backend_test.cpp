@@ -565,6 +565,53 @@ TEST(VulkanBackend, CancelledForwardStopsBeforeItsLastLayerAndRunsWholeLater) {
   EXPECT_EQ(again.values, expected.values);
 }
 
+// The weight prefetch only reads: decode logits with it (whole matrices, and a budget that
+// takes part of each) are those of a backend without it, bit for bit. Q4_0 (norm_quantize
+// prefetches beside it) with KV-shared layers (no K / V matrices on some) and Q8_0.
+TEST(VulkanBackend, PrefetchedWeightsLeaveTheLogitsAsTheyWere) {
+  struct Case {
+    const char* name;
+    std::function<std::shared_ptr<const Model>(const TempDir&)> load;
+  };
+  const Case cases[] = {
+      {"q8_0", [](const TempDir& dir) { return small_model(dir, ModelArch::Gemma3, GgmlType::Q8_0); }},
+      {"q4_0 E-model", [](const TempDir& dir) {
+         return Model::load(testing::synthesize(dir, e_model_options(kEGeometries[4]), "e.gguf"));
+       }}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    const auto model = c.load(dir);
+    VULKAN_BACKEND_OR_SKIP(probe, model);  // skips without a device
+    probe.reset();
+    const auto decode = [&](uint64_t prefetch_bytes) {
+      vulkan::VulkanBackendOptions options;
+      options.prefetch_bytes = prefetch_bytes;
+      vulkan::VulkanBackend gpu(model, options);
+      std::vector<uint32_t> slots;
+      std::vector<float> logits;
+      for (int t = 0; t < 6; ++t) {  // a 3-token batch (matrix-vector products), then single tokens
+        const int n = t == 0 ? 3 : 1;
+        const int first = t == 0 ? 0 : t + 2;
+        const auto tokens = random_tokens(n, model->config().n_vocab, 40 + t);
+        std::vector<int32_t> positions(n);
+        std::vector<uint32_t> new_slots(n);
+        for (int i = 0; i < n; ++i) positions[i] = first + i, new_slots[i] = static_cast<uint32_t>(first + i);
+        slots.insert(slots.end(), new_slots.begin(), new_slots.end());
+        AttentionView view;
+        view.global_slots.runs[0] = view.sliding_slots.runs[0] = std::span<const uint32_t>(slots);
+        Logits out;
+        EXPECT_TRUE(gpu.forward(Batch{tokens, positions, new_slots, {}}, view, LogitsWanted::Last, {}, out));
+        logits.insert(logits.end(), out.values.begin(), out.values.end());
+      }
+      return logits;
+    };
+    const std::vector<float> without = decode(0);
+    EXPECT_EQ(decode(uint64_t{64} << 20), without) << "whole matrices";
+    EXPECT_EQ(decode(3000), without) << "part of each";
+  }
+}
+
 TEST(VulkanBackend, BadInputIsRefusedBeforeAnythingRuns) {
   TempDir dir;
   const auto model = small_model(dir, ModelArch::Gemma3, GgmlType::F32);
