@@ -23,8 +23,8 @@ struct GatedMatvecPush {
   uint64_t up, up_scales, out_scales, gelu_table;
 };
 static_assert(sizeof(GatedMatvecPush) == 112 && offsetof(GatedMatvecPush, up) == 80);
-constexpr uint32_t kGatedRows = 64;        // matvec_q.comp kGatedRows: 32 gate rows, then 32 up rows
-constexpr int64_t kGatedMaxTokens = 16;    // matvec_q.comp kGatedMaxTokens
+constexpr uint32_t kGatedRows = SHARED_GATED_ROWS;            // 32 gate rows, then 32 up rows
+constexpr int64_t kGatedMaxTokens = SHARED_GATED_MAX_TOKENS;  // the kernel's shared sums per row
 
 // quantize_q8.comp
 struct QuantizePush {

@@ -121,9 +121,8 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   }
   if (const char* text = std::getenv("CHANNEL_VULKAN_GATED_WORKGROUP")) {
     unsigned threads = 0;
-    if (std::sscanf(text, "%u", &threads) != 1 || threads == 0 || (threads & (threads - 1)) != 0) {
-      fail("CHANNEL_VULKAN_GATED_WORKGROUP must be the gated matrix-vector kernel's threads per workgroup (a power "
-           "of two), not '{}'",
+    if (std::sscanf(text, "%u", &threads) != 1) {  // MatmulKernels checks the number against the device
+      fail("CHANNEL_VULKAN_GATED_WORKGROUP must be the gated matrix-vector kernel's threads per workgroup, not '{}'",
            text);
     }
     options.gated_workgroup = threads;

@@ -36,9 +36,8 @@
 #include "quantize_block.glsl"
 #define QUANTIZE_CAPACITY 32
 #include "quantize_workgroup.glsl"
-const uint kGatedRows = 64;       // a block of 32 gate rows, then the same 32 rows of up
-const uint kGatedMaxTokens = 16;  // the most tokens a matrix-vector pass takes
-shared float gated_sums[kGatedMaxTokens * kGatedRows];
+const uint kGatedRows = SHARED_GATED_ROWS;  // a block of 32 gate rows, then the same 32 rows of up
+shared float gated_sums[SHARED_GATED_SUMS];
 #endif
 
 layout(local_size_x_id = 0) in;

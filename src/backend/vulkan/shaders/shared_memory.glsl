@@ -12,6 +12,13 @@
 #define SHARED_QUANTIZE_SCALES(capacity) ((capacity) / 32u)
 #define SHARED_QUANTIZE_WORDS(capacity) (SHARED_QUANTIZE_VALUES(capacity) + SHARED_QUANTIZE_SCALES(capacity))
 
+// matvec_q.comp with GATED_OUTPUT: the row sums of a workgroup's 64 rows (32 gate rows, then the
+// same 32 rows of up) for each of up to 16 tokens (the most a matrix-vector pass takes; the host
+// sends larger batches to the matrix kernels).
+#define SHARED_GATED_ROWS 64u
+#define SHARED_GATED_MAX_TOKENS 16u
+#define SHARED_GATED_SUMS (SHARED_GATED_MAX_TOKENS * SHARED_GATED_ROWS)
+
 // attention.comp: `tokens` query rows of max_head_dim + 1 values (padded off the next row's
 // banks), a tile of 64 cells' scores per token, the tile's slots, four values per token (running
 // maximum, sum, rescale, live), and the Q8_0 staging of one head.
