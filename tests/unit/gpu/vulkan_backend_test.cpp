@@ -343,18 +343,20 @@ TEST(VulkanBackend, ProbePastTheScratchSlotsLeavesAWrappedRingAsItWas) {
 // quantized bound, because split-KV groups the keys into chunks unlike the CPU backend (see
 // attention_scheme in vulkan_backend.cpp); the same before the quantization moved into the
 // attention kernels.
+// A model a test runs on, synthesized into a test's directory.
+struct ModelCase {
+  const char* name;
+  std::function<std::shared_ptr<const Model>(const TempDir&)> load;
+};
+
 TEST(VulkanBackend, LongBatchAndSplitKvDecodeMatchTheCpu) {
-  struct Case {
-    const char* name;
-    std::function<std::shared_ptr<const Model>(const TempDir&)> load;
-  };
-  const Case cases[] = {
+  const ModelCase cases[] = {
       {"f32", [](const TempDir& dir) { return small_model(dir, ModelArch::Gemma3, GgmlType::F32); }},
       {"q8_0", [](const TempDir& dir) { return small_model(dir, ModelArch::Gemma3, GgmlType::Q8_0); }},
       {"f32 E-model",
        [](const TempDir& dir) { return Model::load(testing::synthesize(dir, e_model_options(kEGeometries[0]), "e.gguf")); }},
   };
-  for (const Case& c : cases) {
+  for (const ModelCase& c : cases) {
     SCOPED_TRACE(c.name);
     TempDir dir;
     const auto model = c.load(dir);
@@ -569,16 +571,12 @@ TEST(VulkanBackend, CancelledForwardStopsBeforeItsLastLayerAndRunsWholeLater) {
 // takes part of each) are those of a backend without it, bit for bit. Q4_0 (norm_quantize
 // prefetches beside it) with KV-shared layers (no K / V matrices on some) and Q8_0.
 TEST(VulkanBackend, PrefetchedWeightsLeaveTheLogitsAsTheyWere) {
-  struct Case {
-    const char* name;
-    std::function<std::shared_ptr<const Model>(const TempDir&)> load;
-  };
-  const Case cases[] = {
+  const ModelCase cases[] = {
       {"q8_0", [](const TempDir& dir) { return small_model(dir, ModelArch::Gemma3, GgmlType::Q8_0); }},
       {"q4_0 E-model", [](const TempDir& dir) {
          return Model::load(testing::synthesize(dir, e_model_options(kEGeometries[4]), "e.gguf"));
        }}};
-  for (const Case& c : cases) {
+  for (const ModelCase& c : cases) {
     SCOPED_TRACE(c.name);
     TempDir dir;
     const auto model = c.load(dir);
