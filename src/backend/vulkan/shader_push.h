@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "backend/vulkan/shaders/prefetch_layout.glsl"
+
 namespace channel::vulkan {
 
 struct EmbedPush {
@@ -115,8 +117,8 @@ static_assert(sizeof(PerLayerInputsPush) == 64);
 
 // prefetch.comp: up to kPrefetchRanges ranges of 16-byte words, read and XORed into the
 // kPrefetchChecksumWords uints at `checksum` (workgroup w's into word w % kPrefetchChecksumWords).
-constexpr int kPrefetchRanges = 6;
-constexpr uint32_t kPrefetchChecksumWords = 64;
+constexpr int kPrefetchRanges = PREFETCH_RANGES;
+constexpr uint32_t kPrefetchChecksumWords = PREFETCH_CHECKSUM_WORDS;
 struct PrefetchPush {
   uint64_t checksum;
   uint64_t address[kPrefetchRanges];

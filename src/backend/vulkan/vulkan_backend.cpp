@@ -1,6 +1,7 @@
 #include "backend/vulkan/vulkan_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cctype>
 #include <cstddef>
@@ -229,6 +230,8 @@ void refuse_unsupported_features(const ModelConfig& config) {
 struct VulkanBackend::LayerWeights {
   DeviceMatrix wq, wk, wo, gate, up, down;  // wk empty on KV-shared layers
   std::optional<DeviceMatrix> wv;
+  // The matrices of the Q, K and V products (K empty and V absent, null, where the layer has none).
+  std::array<const DeviceMatrix*, 3> qkv() const { return {&wq, &wk, wv ? &*wv : nullptr}; }
   VkDeviceAddress attn_norm = 0, q_norm = 0, k_norm = 0, post_attn_norm = 0, ffn_norm = 0, post_ffn_norm = 0;
   float output_scale = 1.0f;
   // Gemma 4 E-models' per-layer embedding block (empty without per-layer embeddings).
@@ -829,7 +832,7 @@ void VulkanBackend::record_norm(CommandSequence& seq, VkDeviceAddress x, VkDevic
 PreparedActivations VulkanBackend::record_norm_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
                                                      VkDeviceAddress weight, VkDeviceAddress residual,
                                                      VkDeviceAddress next_weight, float out_scale, uint32_t rows,
-                                                     std::initializer_list<const DeviceMatrix*> consumers) {
+                                                     std::span<const DeviceMatrix* const> consumers) {
   const uint32_t n = static_cast<uint32_t>(model_->config().n_embd);
   if (is_quantized(weight_type)) {
     const PreparedActivations prepared = MatmulKernels::quantized_layout(weight_type, rows, n, scratch_.address());
@@ -872,7 +875,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
       attention_input_prepared(il)
           ? MatmulKernels::quantized_layout(w.wq.type, n_tokens, n_embd, scratch_.address())
           : record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens,
-                              {&w.wq, &w.wk, w.wv ? &*w.wv : nullptr});
+                              w.qkv());
   mark(seq, "attn norm");
   // A KV-shared layer computes queries only and attends over its source layer's cache.
   const bool writes_kv = config.owns_kv(il);
@@ -940,7 +943,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
   const bool tiled = tiled_attention(n_tokens, lc.head_dim);
   seq.dispatch_indirect(pipeline(tiled ? "attention" : "attention_rows"), attention, attention_steps_,
                         step_offset + offsetof(AttentionStepParams, attention_groups));
-  record_prefetch(seq, n_tokens, {&w.wo});
+  record_prefetch(seq, n_tokens, std::array{&w.wo});
   seq.barrier();
   static constexpr const char* kAttentionStage[2][2] = {{"attention (global)", "attention (sliding)"},
                                                          {"attention tiled (global)", "attention tiled (sliding)"}};
@@ -978,7 +981,7 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
 
   // The attention block's sandwich norm into the residual, then the FFN's input norm.
   const PreparedActivations a = record_norm_input(seq, w.gate.type, proj_.address(), w.post_attn_norm, x_.address(),
-                                                  w.ffn_norm, 1.0f, n_tokens, {&w.gate, &w.up});
+                                                  w.ffn_norm, 1.0f, n_tokens, std::array{&w.gate, &w.up});
   mark(seq, "post-attn + ffn norm");
   PreparedActivations d;
   if (matmul_->gated_matvec_applies(w.gate, w.up, w.down.type, a)) {
@@ -1038,7 +1041,7 @@ void VulkanBackend::record_layer_output_norm(CommandSequence& seq, int il, VkDev
     // The sandwich norm into the residual, then the next layer's attention input norm.
     const LayerWeights& next = layers_[il + 1];
     record_norm_input(seq, next.wq.type, proj_.address(), norm, x_.address(), next.attn_norm, w.output_scale,
-                      n_tokens, {&next.wq, &next.wk, next.wv ? &*next.wv : nullptr});
+                      n_tokens, next.qkv());
     mark(seq, fused_stage);
   } else {
     record_norm(seq, proj_.address(), norm, 0, x_.address(), static_cast<uint32_t>(config.n_embd), n_tokens,
@@ -1048,7 +1051,7 @@ void VulkanBackend::record_layer_output_norm(CommandSequence& seq, int il, VkDev
 }
 
 void VulkanBackend::record_prefetch(CommandSequence& seq, uint32_t n_tokens,
-                                    std::initializer_list<const DeviceMatrix*> matrices) {
+                                    std::span<const DeviceMatrix* const> matrices) {
   if (matmul_->auto_picks_matvec(n_tokens)) prefetch_->record(seq, matrices);
 }
 

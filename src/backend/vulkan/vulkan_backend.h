@@ -160,10 +160,10 @@ class VulkanBackend final : public Backend {
   PreparedActivations record_norm_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress x,
                                         VkDeviceAddress weight, VkDeviceAddress residual, VkDeviceAddress next_weight,
                                         float out_scale, uint32_t rows,
-                                        std::initializer_list<const DeviceMatrix*> consumers);
+                                        std::span<const DeviceMatrix* const> consumers);
   // Records prefetch_'s read of `matrices` where a pass of n_tokens streams them through the
   // matrix-vector kernel (after a stage that leaves the GPU mostly idle, before its barrier).
-  void record_prefetch(CommandSequence& seq, uint32_t n_tokens, std::initializer_list<const DeviceMatrix*> matrices);
+  void record_prefetch(CommandSequence& seq, uint32_t n_tokens, std::span<const DeviceMatrix* const> matrices);
   // GEGLU of gate_ and `up` ([n_tokens][n_ff]) prepared as the input of weight_type matrices (Q4_0 /
   // Q8_0: one fused kernel). Ends with a barrier.
   PreparedActivations record_geglu_input(CommandSequence& seq, GgmlType weight_type, VkDeviceAddress up,

@@ -10,8 +10,8 @@ namespace channel::vulkan {
 
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;     // prefetch.comp local_size_x
-constexpr uint32_t kLoadsInFlight = 4;   // prefetch.comp kLoadsInFlight
+constexpr uint32_t kWorkgroup = PREFETCH_WORKGROUP;
+constexpr uint32_t kLoadsInFlight = PREFETCH_LOADS_IN_FLIGHT;
 // Enough workgroups to keep every load of a few megabytes in flight at once; more would only
 // queue behind each other (the kernel strides over whatever they do not cover).
 constexpr uint64_t kMaxWorkgroups = 2048;
@@ -38,7 +38,7 @@ WeightPrefetch::WeightPrefetch(Device& device, PipelineCache& pipelines, uint64_
   seq.run();
 }
 
-void WeightPrefetch::record(CommandSequence& seq, std::initializer_list<const DeviceMatrix*> matrices) const {
+void WeightPrefetch::record(CommandSequence& seq, std::span<const DeviceMatrix* const> matrices) const {
   if (budget_bytes_ == 0) return;
   uint64_t total = 0;
   for (const DeviceMatrix* m : matrices) {

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <span>
 #include <vector>
 
@@ -50,7 +49,7 @@ class WeightPrefetch {
   // they fit the budget, else the same fraction of each (a product takes its rows in order, the
   // gated one both matrices' rows at the same pace). No barrier before or after: record it after
   // the stage it runs beside, before that stage's barrier.
-  void record(CommandSequence& seq, std::initializer_list<const DeviceMatrix*> matrices) const;
+  void record(CommandSequence& seq, std::span<const DeviceMatrix* const> matrices) const;
   // Records a read of `ranges` (whole 16-byte words inside each; at most kPrefetchRanges).
   void record_ranges(CommandSequence& seq, std::span<const ByteRange> ranges) const;
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <array>
 #include <functional>
 #include <memory>
 #include <random>
@@ -132,14 +133,14 @@ TEST(VulkanWeightPrefetch, TakesTheLeadingRowsOfEachMatrixWithinTheBudget) {
   // A budget of half the two matrices' bytes takes 48 of each one's 96 rows.
   const uint64_t both = 2 * gate_bytes;
   WeightPrefetch half(gpu->device, gpu->pipelines, both / 2);
-  EXPECT_EQ(run_prefetch(*gpu, half, [&](CommandSequence& seq) { half.record(seq, {&g, nullptr, &u}); }),
+  EXPECT_EQ(run_prefetch(*gpu, half, [&](CommandSequence& seq) { half.record(seq, std::array<const DeviceMatrix*, 3>{&g, nullptr, &u}); }),
             rows_xor(g, 48) ^ rows_xor(u, 48));
   // A budget above their size takes them whole; no budget, nothing.
   WeightPrefetch whole(gpu->device, gpu->pipelines, 10 * both);
-  EXPECT_EQ(run_prefetch(*gpu, whole, [&](CommandSequence& seq) { whole.record(seq, {&g, &u, &r}); }),
+  EXPECT_EQ(run_prefetch(*gpu, whole, [&](CommandSequence& seq) { whole.record(seq, std::array{&g, &u, &r}); }),
             rows_xor(g, 96) ^ rows_xor(u, 96) ^ rows_xor(r, 40));
   WeightPrefetch none(gpu->device, gpu->pipelines, 0);
-  EXPECT_EQ(run_prefetch(*gpu, none, [&](CommandSequence& seq) { none.record(seq, {&g, &u}); }), 0u);
+  EXPECT_EQ(run_prefetch(*gpu, none, [&](CommandSequence& seq) { none.record(seq, std::array{&g, &u}); }), 0u);
 }
 
 }  // namespace

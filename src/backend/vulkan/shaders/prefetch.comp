@@ -7,14 +7,15 @@
 // (weight_prefetch.h). Every 32-bit word read is XORed into the checksum, so the loads cannot be
 // optimized away and a test can check that every word of every range was read.
 #include "common.glsl"
+#include "prefetch_layout.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x = PREFETCH_WORKGROUP) in;
 // Loads an invocation issues before it uses any: enough bytes in flight to stream at the
 // memory's bandwidth from a few hundred workgroups.
-const uint kLoadsInFlight = 4u;
-const uint kMaxRanges = 6u;          // shader_push.h kPrefetchRanges
-const uint kChecksumWords = 64u;     // shader_push.h kPrefetchChecksumWords
-const uint kMaxSubgroups = 256u / 4u;  // the smallest subgroup Vulkan allows is 4 invocations
+const uint kLoadsInFlight = PREFETCH_LOADS_IN_FLIGHT;
+const uint kMaxRanges = PREFETCH_RANGES;
+const uint kChecksumWords = PREFETCH_CHECKSUM_WORDS;
+const uint kMaxSubgroups = PREFETCH_WORKGROUP / 4u;  // the smallest subgroup Vulkan allows is 4 invocations
 
 layout(push_constant, std430) uniform PrefetchParams {
   uint64_t checksum;              // kChecksumWords uints
@@ -27,9 +28,9 @@ shared uint subgroup_xor[kMaxSubgroups];
 uint fold(uvec4 v) { return v.x ^ v.y ^ v.z ^ v.w; }
 
 void main() {
-  const uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * 256u;
+  const uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * PREFETCH_WORKGROUP;
   const uint workgroup = flat_workgroup_index();
-  const uint first = workgroup * 256u + gl_LocalInvocationID.x;
+  const uint first = workgroup * PREFETCH_WORKGROUP + gl_LocalInvocationID.x;
   uint folded = 0u;
   for (uint r = 0u; r < kMaxRanges; ++r) {
     const uint n = p.words[r];
