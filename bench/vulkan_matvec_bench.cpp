@@ -135,8 +135,9 @@ int run(int argc, char** argv) {
   std::vector<std::string> only;
   app.add_option("--gpu-device", device_index, "device index (channel gpu list); default: the best");
   app.add_option("--shape", shapes,
-                 "matrix-vector shape threads,rows,subgroup_rows[,blocks] (threads per workgroup, rows per "
-                 "workgroup, Q4_0 / Q8_0 rows per subgroup, blocks whose loads a lane issues together); "
+                 "matrix-vector shape threads,rows,subgroup_rows[,blocks[,split]] (threads per workgroup, rows "
+                 "per workgroup, Q4_0 / Q8_0 rows per subgroup, blocks whose loads a lane issues together, "
+                 "subgroups sharing a group of rows); "
                  "repeatable; default: the kernels' defaults");
   app.add_option("--reps", reps, "timed runs per matrix (the best is kept)")->check(CLI::PositiveNumber);
   app.add_option("--matrix", only, "time only these matrices (attn_q, ..., ffn_down, output); repeatable");
@@ -151,8 +152,9 @@ int run(int argc, char** argv) {
   for (size_t k = 0; k < shapes.size(); ++k) {
     kernels.push_back(std::make_unique<MatmulKernels>(device, pipelines, parse_shape(shapes[k])));
     const MatmulKernels::Options& o = parse_shape(shapes[k]);
-    fmt::print("shape {}: {} threads, {} rows per workgroup, {} per subgroup, {} blocks in flight{}\n", k,
-               o.matvec_workgroup, o.matvec_q_rows, o.matvec_subgroup_rows, o.matvec_q_blocks,
+    fmt::print("shape {}: {} threads, {} rows per workgroup, {} per subgroup, {} blocks in flight, {} subgroups a "
+               "row{}\n",
+               k, o.matvec_workgroup, o.matvec_q_rows, o.matvec_subgroup_rows, o.matvec_q_blocks, o.matvec_split,
                kernels.back()->uses_integer_dot() ? ", integer dot" : "");
   }
   fmt::print("{:<12} {:>4} {:>13}", "matrix", "type", "rows x cols");

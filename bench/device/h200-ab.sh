@@ -7,7 +7,10 @@
 # BINARIES="channel_base channel channel_other" names the binaries in .devrun to compare (default
 # the first two). GPU_TESTS=1 first runs .devrun/channel_gpu_tests (every kernel against the CPU).
 # VARIANTS="NAME=VALUE ..." also runs the new binary once per round with each environment setting
-# (e.g. VARIANTS="CHANNEL_VULKAN_NORM_WORKGROUP=256 CHANNEL_VULKAN_NORM_WORKGROUP=1024").
+# (e.g. VARIANTS="CHANNEL_VULKAN_NORM_WORKGROUP=256 CHANNEL_VULKAN_NORM_WORKGROUP=1024"); '+' joins
+# several settings into one variant (CHANNEL_VULKAN_MATVEC=128,2,2,2,4+CHANNEL_VULKAN_GATED_WORKGROUP=1024).
+# GPU_TESTS=PATTERN runs only the tests that gtest filter names. MATVEC_SHAPES="T,R,SR,B,S ..."
+# first times those matrix-vector shapes on the model's matrices (channel_vulkan_matvec_bench).
 # Each run's table lines (prefill, decode, probe, snapshot) and its warm-up figures (a shape's
 # first run: the prefill warm-up records its pass) are kept.
 # usage: [ROUNDS=2] [BINARIES=...] [GPU_TESTS=1] [VARIANTS=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
@@ -16,10 +19,15 @@ PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
 source "$PWD/bench/device/preamble.sh"
 source "$R/bench/device/vulkan-env.sh"
-if [ "${GPU_TESTS:-0}" = 1 ]; then
+if [ "${GPU_TESTS:-0}" != 0 ]; then
   echo "== GPU unit tests"
-  CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" 2>&1 | tee "$OUT/gpu-tests.txt" |
-    grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+  FILTER=${GPU_TESTS/#1/*}
+  CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" --gtest_filter="$FILTER" 2>&1 |
+    tee "$OUT/gpu-tests.txt" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+fi
+if [ -n "${MATVEC_SHAPES:-}" ]; then
+  echo "== matrix-vector shapes"
+  timeout 200 "$R/.devrun/channel_vulkan_matvec_bench" $(printf -- '--shape %s ' $MATVEC_SHAPES) 2>&1 | tee "$OUT/matvec.txt"
 fi
 "$R/.devrun/channel" model synth --preset "$PRESET" --vocab "$R/.peer/vocab-gemma4.gguf" --out /tmp/ab-model.gguf 2>/dev/null
 for round in $(seq "${ROUNDS:-2}"); do
@@ -31,7 +39,7 @@ for round in $(seq "${ROUNDS:-2}"); do
   done
   for variant in ${VARIANTS:-}; do
     echo "== round $round: channel with $variant"
-    env "$variant" timeout 200 "$R/.devrun/channel" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json \
+    env ${variant//+/ } timeout 200 "$R/.devrun/channel" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json \
       2>/tmp/ab-err.txt | grep -E "^(prefill|decode|discrete|snapshot)" | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
     grep "warm-up" /tmp/ab-err.txt | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
   done

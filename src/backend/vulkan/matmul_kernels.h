@@ -73,6 +73,14 @@ class MatmulKernels {
     uint32_t matvec_q_rows = 8;
     uint32_t matvec_subgroup_rows = 2;   // Q4_0 / Q8_0: rows a subgroup computes together
     uint32_t matvec_q_blocks = 2;        // Q4_0 / Q8_0: blocks per lane whose loads are issued together
+    // Q4_0 / Q8_0: the most subgroups sharing a group of rows (a power of two). A matrix gets
+    // them where its rows are long enough for each lane to make at least two trips over a row's
+    // blocks (quant_matvec_shape); its workgroups then cover matvec_q_rows / split rows. On the
+    // H100 (Gemma 3 12B) only ffn_down qualifies, with 2: 18.9 -> 16.4 us a product
+    // (channel_vulkan_matvec_bench), decode 147.1-152.9 -> 151.5-154.2 tok/s in one call; teams on
+    // every matrix (3840-wide rows too) measured 16.4 us for ffn_down but 152.1-153.1 tok/s
+    // against 155.3-157.1 without.
+    uint32_t matvec_split = 2;
     // kAuto: kMatvec up to this many tokens, the matrix kernels above. The matrix-vector kernel
     // can take 16 tokens a pass (CHANNEL_VULKAN_MATVEC_MAX_TOKENS), but on the H200 (Gemma 3 12B)
     // pp64 ran at 872 tok/s that way against 1298 with the cooperative kernel above 8 tokens;
@@ -142,7 +150,14 @@ class MatmulKernels {
  private:
   void record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids,
               int64_t n_out, VkDeviceAddress out, int64_t out_stride, MatmulKernel kernel);
-  const ComputePipeline& matvec_pipeline(GgmlType type, uint32_t tokens_per_pass);
+  // The quantized matrix-vector kernel's rows per workgroup and subgroups a row for rows of
+  // `cols` values (Options::matvec_split).
+  struct QuantMatvecShape {
+    uint32_t rows;
+    uint32_t split;
+  };
+  QuantMatvecShape quant_matvec_shape(int64_t cols) const;
+  const ComputePipeline& matvec_pipeline(GgmlType type, int64_t cols, uint32_t tokens_per_pass);
   MatmulPush matmul_push(const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids, int64_t n_out,
                          VkDeviceAddress out, int64_t out_stride) const;
   const ComputePipeline& tiled_pipeline(GgmlType type);
@@ -154,9 +169,10 @@ class MatmulKernels {
   bool integer_dot_ = false;
 };
 
-// Sets the matrix-vector shape of `options` from "threads,rows,subgroup_rows[,blocks]" (threads
-// per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup and blocks whose loads a lane
-// issues together), for tuning on a new device; `what` names the setting in the error.
+// Sets the matrix-vector shape of `options` from "threads,rows,subgroup_rows[,blocks[,split]]"
+// (threads per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup, blocks whose loads a
+// lane issues together and subgroups sharing a group of rows), for tuning on a new device; `what`
+// names the setting in the error.
 void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options);
 
 }  // namespace channel::vulkan

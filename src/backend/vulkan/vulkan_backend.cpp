@@ -97,7 +97,7 @@ std::string type_suffix(GgmlType type) {
 // The matrix kernels' shape for this device. A CPU driver (lavapipe) pays per invocation, so its
 // matrix-vector workgroups are one subgroup wide and cover many rows (on a 128-wide embedding the
 // default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape).
-// CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows[,blocks] overrides the matrix-vector shape
+// CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows[,blocks[,split]] overrides the matrix-vector shape
 // (parse_matvec_shape), CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks the tiled kernel's
 // (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N[,ROWS] the cooperative-matrix kernel's
 // blocks per step (0: not used) and tile rows, CHANNEL_VULKAN_MATVEC_MAX_TOKENS=N the most tokens
@@ -108,6 +108,7 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
   if (info.type == DeviceType::kCpu) {
     options.matvec_workgroup = std::max(8u, info.subgroup_size);
     options.gated_workgroup = options.matvec_workgroup;
+    options.matvec_split = 1;  // one subgroup a workgroup: nothing to share a row with
     options.matvec_rows = 64;
     options.matvec_q_rows = 64;
   }

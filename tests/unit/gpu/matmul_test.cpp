@@ -63,9 +63,10 @@ double threshold(GgmlType type, int64_t cols) {
 
 struct Variant {
   MatmulKernel kernel;
-  // Not the default shape: Q4_0 / Q8_0 kMatvec 3 rows per workgroup, 1 per subgroup and 3 blocks
-  // per lane in flight, which leaves a part step wherever a row's blocks are not a multiple of 3
-  // subgroups' worth (not 8, 2 and the default);
+  // Not the default shape: Q4_0 / Q8_0 kMatvec 3 rows per workgroup, 1 per subgroup, 3 blocks per
+  // lane in flight and teams of 4 subgroups on a row, which leaves a part step wherever a row's
+  // blocks are not a multiple of 3 teams' worth and, depending on the subgroup size, teams without
+  // a row or a workgroup of one team making three passes (not 8, 2, the default and 1);
   // kTiled 8 rows per thread (128-row tiles) and 3 blocks per step, which leaves a part step
   // wherever a row's blocks are not a multiple of 3 (not 4 rows and 2 blocks); kCooperative 3
   // blocks per step (not 4), which leaves a part step where a row's blocks are not a multiple of 3
@@ -107,6 +108,7 @@ MatmulKernels::Options options_of(const Variant& v) {
     options.matvec_q_rows = 3;
     options.matvec_subgroup_rows = 1;
     options.matvec_q_blocks = 3;
+    options.matvec_split = 4;
     options.tiled_rows_per_thread = 8;
     options.tiled_k_blocks = 3;
     options.cooperative_k_blocks = 3;

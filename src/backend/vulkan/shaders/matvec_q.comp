@@ -14,7 +14,11 @@
 // subgroup reduction's order (the only difference from the CPU).
 //
 // A workgroup covers ROWS_PER_WORKGROUP consecutive rows; its subgroups take groups of ROWS rows
-// in turn, so every row is computed whatever subgroup size the device uses.
+// in turn, so every row is computed whatever subgroup size the device uses. With SPLIT > 1, teams
+// of SPLIT subgroups take the groups of rows instead, a team's subgroups striding over the blocks
+// together (more threads on a row: more loads in flight where a product has few rows for the
+// device, as llama.cpp's CUDA mmvq gives a row a whole block of warps); each subgroup's sum then
+// goes through shared memory and the team's first subgroup adds them in subgroup order.
 //
 // GATED_OUTPUT (matvec_gated_*): the FFN's gate and up products of the same activations, GEGLU
 // and the Q8_0 quantization of the result (the down product's input) in one dispatch, so that
@@ -26,7 +30,8 @@
 // FFN width (a multiple of 32; the rows of each matrix).
 //
 // Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT, GATED_OUTPUT. Specialization constants: 0
-// workgroup size, 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS.
+// workgroup size, 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS, 5 SPLIT (a power of two; the
+// workgroup's subgroups if it has fewer).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "matmul_params.glsl"
@@ -45,6 +50,12 @@ layout(constant_id = 1) const uint ROWS_PER_WORKGROUP = 8;
 layout(constant_id = 2) const uint ROWS = 2;
 layout(constant_id = 3) const uint TOKENS = 1;
 layout(constant_id = 4) const uint BLOCKS = 2;
+layout(constant_id = 5) const uint SPLIT = 1;
+
+// SPLIT > 1: each subgroup's sums of a group of rows (subgroups are at least 4 invocations wide:
+// device_info.cpp requires it).
+const uint kSplitSums = SPLIT > 1u ? (gl_WorkGroupSize.x / 4u) * ROWS * TOKENS : 1u;
+shared float split_sums[kSplitSums];
 
 // Token t's block b: packed int8 in x, the scale, and (Q4_0) the sum of its 32 values.
 struct ActivationBlock {
@@ -109,10 +120,16 @@ void main() {
   if (first >= p.n_out) return;
   const uint end = min(first + ROWS_PER_WORKGROUP, p.n_out);
 #endif
-  const uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
+  // Subgroup counts and sizes are powers of two, so `split` divides the subgroups into teams.
+  const uint split = min(SPLIT, gl_NumSubgroups), teams = gl_NumSubgroups / split;
+  const uint team = gl_SubgroupID / split, member = gl_SubgroupID % split;
+  const uint width = split * gl_SubgroupSize, lane = member * gl_SubgroupSize + gl_SubgroupInvocationID;
   const uint n_blocks = p.cols / 32u;
 
-  for (uint row0 = first + gl_SubgroupID * ROWS; row0 < end; row0 += gl_NumSubgroups * ROWS) {
+  // Every subgroup makes the same number of passes (split > 1 has barriers in them); a team
+  // without rows in the last pass only joins its barriers.
+  for (uint pass0 = first; pass0 < end; pass0 += teams * ROWS) {
+    const uint row0 = pass0 + team * ROWS;
     uint64_t quants[ROWS], scales[ROWS];
     bool valid[ROWS];
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
@@ -133,7 +150,7 @@ void main() {
       [[unroll]] for (uint r = 0; r < ROWS; ++r)
         [[unroll]] for (uint t = 0; t < TOKENS; ++t) acc[r][t] = 0.0;
 
-      for (uint b0 = lane; b0 < n_blocks; b0 += BLOCKS * width) {
+      for (uint b0 = row0 < end ? lane : n_blocks; b0 < n_blocks; b0 += BLOCKS * width) {
         // The weight loads of all BLOCKS blocks first, then the arithmetic.
         uvec4 w[BLOCKS][ROWS][2];
         float wd[BLOCKS][ROWS];
@@ -163,13 +180,31 @@ void main() {
       }
 
       [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-        [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
-          const float sum = subgroupAdd(acc[r][t]);
-          if (subgroupElect() && row0 + r < end && t0 + t < p.n_tokens) {
+        [[unroll]] for (uint t = 0; t < TOKENS; ++t) acc[r][t] = subgroupAdd(acc[r][t]);
+      }
+      if (split > 1u) {
+        barrier();  // the previous pass's sums are read
+        if (subgroupElect()) {
+          [[unroll]] for (uint r = 0; r < ROWS; ++r)
+            [[unroll]] for (uint t = 0; t < TOKENS; ++t) split_sums[(gl_SubgroupID * ROWS + r) * TOKENS + t] = acc[r][t];
+        }
+        barrier();
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+          [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
+            float sum = split_sums[(team * split * ROWS + r) * TOKENS + t];
+            for (uint m = 1; m < split; ++m) sum += split_sums[((team * split + m) * ROWS + r) * TOKENS + t];
+            acc[r][t] = sum;
+          }
+        }
+      }
+      if (member == 0u && subgroupElect()) {
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+          [[unroll]] for (uint t = 0; t < TOKENS; ++t) {
+            if (row0 + r >= end || t0 + t >= p.n_tokens) continue;
 #ifdef GATED_OUTPUT
-            gated_sums[(t0 + t) * kGatedRows + row0 + r] = sum;
+            gated_sums[(t0 + t) * kGatedRows + row0 + r] = acc[r][t];
 #else
-            F32Ptr(p.dst + (uint64_t(t0 + t) * p.dst_stride + row0 + r) * 4u).v[0] = valid[r] ? sum : nan_value();
+            F32Ptr(p.dst + (uint64_t(t0 + t) * p.dst_stride + row0 + r) * 4u).v[0] = valid[r] ? acc[r][t] : nan_value();
 #endif
           }
         }
