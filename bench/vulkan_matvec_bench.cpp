@@ -28,6 +28,7 @@
 #include "backend/vulkan/device.h"
 #include "backend/vulkan/device_matrix.h"
 #include "backend/vulkan/matmul_kernels.h"
+#include "backend/vulkan/tuning.h"
 #include "backend/vulkan/pipeline.h"
 #include "backend/vulkan/transfer.h"
 #include "core/error.h"

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstddef>
 #include <limits>
 #include <string>
@@ -335,20 +334,6 @@ void MatmulKernels::record_gated_matvec(CommandSequence& seq, const DeviceMatrix
   const ComputePipeline& pipeline =
       pipelines_.get("matvec_gated_" + type_suffix(gate.type) + (integer_dot_ ? "_dot" : ""), specialization);
   seq.dispatch_groups(pipeline, push, static_cast<uint64_t>(gate.rows) / kQuantBlock);
-}
-
-void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options) {
-  unsigned threads = 0, rows = 0, subgroup_rows = 0, blocks = options.matvec_q_blocks, split = options.matvec_split;
-  const int fields = std::sscanf(text.c_str(), "%u,%u,%u,%u,%u", &threads, &rows, &subgroup_rows, &blocks, &split);
-  if (fields < 3) {
-    fail("{} must be threads,rows,subgroup_rows[,blocks[,split]] (e.g. 128,8,2,4 or 128,2,2,2,4), not '{}'", what,
-         text);
-  }
-  options.matvec_workgroup = threads;
-  options.matvec_rows = options.matvec_q_rows = rows;
-  options.matvec_subgroup_rows = subgroup_rows;
-  options.matvec_q_blocks = blocks;
-  options.matvec_split = split;
 }
 
 }  // namespace channel::vulkan

@@ -25,8 +25,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <string_view>
 
 #include "backend/vulkan/command_sequence.h"
 #include "backend/vulkan/device.h"
@@ -168,11 +166,5 @@ class MatmulKernels {
   Options options_;
   bool integer_dot_ = false;
 };
-
-// Sets the matrix-vector shape of `options` from "threads,rows,subgroup_rows[,blocks[,split]]"
-// (threads per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup, blocks whose loads a
-// lane issues together and subgroups sharing a group of rows), for tuning on a new device; `what`
-// names the setting in the error.
-void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options);
 
 }  // namespace channel::vulkan

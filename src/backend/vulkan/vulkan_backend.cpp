@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cmath>
 #include <cstring>
-#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -19,6 +18,7 @@
 #include "backend/vulkan/device_matrix.h"
 #include "backend/vulkan/row_dot_table.h"
 #include "backend/vulkan/shader_push.h"
+#include "backend/vulkan/tuning.h"
 #include "backend/vulkan/shaders/shared_memory.glsl"
 #include "core/error.h"
 #include "model/gelu_table.h"
@@ -92,128 +92,6 @@ std::string type_suffix(GgmlType type) {
   std::string name(ggml_type_traits(type).name);
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
   return name;
-}
-
-// The matrix kernels' shape for this device. A CPU driver (lavapipe) pays per invocation, so its
-// matrix-vector workgroups are one subgroup wide and cover many rows (on a 128-wide embedding the
-// default shape left 124 of 128 invocations idle: decode 0.3 tok/s against 11 with this shape).
-// CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows[,blocks[,split]] overrides the matrix-vector shape
-// (parse_matvec_shape), CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks the tiled kernel's
-// (matmul.comp TM and K_BLOCKS), CHANNEL_VULKAN_COOPMAT=N[,ROWS] the cooperative-matrix kernel's
-// blocks per step (0: not used) and tile rows, CHANNEL_VULKAN_MATVEC_MAX_TOKENS=N the most tokens
-// a matrix-vector product takes before the matrix kernels, CHANNEL_VULKAN_GATED_WORKGROUP=N the
-// gated FFN kernel's threads per workgroup (matmul_kernels.h), for tuning on a new device.
-MatmulKernels::Options matmul_options(const DeviceInfo& info) {
-  MatmulKernels::Options options;
-  if (info.type == DeviceType::kCpu) {
-    options.matvec_workgroup = std::max(8u, info.subgroup_size);
-    options.gated_workgroup = options.matvec_workgroup;
-    options.matvec_split = 1;  // one subgroup a workgroup: nothing to share a row with
-    options.matvec_rows = 64;
-    options.matvec_q_rows = 64;
-  }
-  if (const char* shape = std::getenv("CHANNEL_VULKAN_MATVEC")) {
-    parse_matvec_shape("CHANNEL_VULKAN_MATVEC", shape, options);
-  }
-  if (const char* shape = std::getenv("CHANNEL_VULKAN_MATMUL")) {
-    unsigned rows_per_thread = 0, k_blocks = 0;
-    if (std::sscanf(shape, "%u,%u", &rows_per_thread, &k_blocks) != 2) {
-      fail("CHANNEL_VULKAN_MATMUL must be rows_per_thread,k_blocks (e.g. 8,4), not '{}'", shape);
-    }
-    options.tiled_rows_per_thread = rows_per_thread;
-    options.tiled_k_blocks = k_blocks;
-  }
-  if (const char* text = std::getenv("CHANNEL_VULKAN_GATED_WORKGROUP")) {
-    unsigned threads = 0;
-    if (std::sscanf(text, "%u", &threads) != 1) {  // MatmulKernels checks the number against the device
-      fail("CHANNEL_VULKAN_GATED_WORKGROUP must be the gated matrix-vector kernel's threads per workgroup, not '{}'",
-           text);
-    }
-    options.gated_workgroup = threads;
-  }
-  if (const char* text = std::getenv("CHANNEL_VULKAN_MATVEC_MAX_TOKENS")) {
-    unsigned tokens = 0;
-    if (std::sscanf(text, "%u", &tokens) != 1 || tokens == 0) {
-      fail("CHANNEL_VULKAN_MATVEC_MAX_TOKENS must be the most tokens a matrix-vector product takes (1 or more), not "
-           "'{}'",
-           text);
-    }
-    options.matvec_max_tokens = tokens;
-  }
-  if (const char* text = std::getenv("CHANNEL_VULKAN_COOPMAT")) {
-    unsigned k_blocks = 0, tile_rows = options.cooperative_tile_rows;
-    if (std::sscanf(text, "%u,%u", &k_blocks, &tile_rows) < 1) {
-      fail("CHANNEL_VULKAN_COOPMAT must be the blocks per step[,tile rows] (e.g. 4,64), or 0 for no cooperative "
-           "matrices, not '{}'",
-           text);
-    }
-    options.cooperative_matrix = k_blocks != 0;
-    if (k_blocks != 0) options.cooperative_k_blocks = k_blocks;
-    options.cooperative_tile_rows = tile_rows;
-  }
-  return options;
-}
-
-// Tokens of one head per workgroup of the tiled (prefill) attention, which share their key and
-// value loads (attention.comp): 16 where its shared memory allows (queries of max_head_dim + 1
-// floats, a 64-cell tile of scores, the Q8_0 staging of one head), else the most that fit.
-// CHANNEL_VULKAN_ATTENTION_TOKENS=N overrides it, for tuning on a new device.
-uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
-  const auto shared_bytes = [&](uint32_t tokens) { return 4u * SHARED_ATTENTION_WORDS(tokens, max_head_dim); };
-  if (const char* text = std::getenv("CHANNEL_VULKAN_ATTENTION_TOKENS")) {
-    unsigned tokens = 0;
-    if (std::sscanf(text, "%u", &tokens) != 1 || tokens == 0 || tokens > 64 ||
-        shared_bytes(tokens) > info.max_compute_shared_memory) {
-      fail("CHANNEL_VULKAN_ATTENTION_TOKENS must be 1 to 64 tokens whose queries fit this device's {} bytes of shared "
-           "memory, not '{}'",
-           info.max_compute_shared_memory, text);
-    }
-    return tokens;
-  }
-  uint32_t tokens = 16;
-  while (tokens > 1 && shared_bytes(tokens) > info.max_compute_shared_memory) tokens /= 2;
-  return tokens;
-}
-
-// norm_quantize.comp's workgroup (one per row): at decode the only workgroup of its dispatch, so
-// a GPU gives it as many invocations as it allows, up to 1024 (fewer values each, a shorter chain
-// of loads: on the H200, Gemma 3 12B decode ran at 106 / 124 / 134 tok/s with 256 / 512 / 1024);
-// a CPU driver pays per invocation and keeps kNormWorkgroup. CHANNEL_VULKAN_NORM_WORKGROUP=N overrides it
-// (a multiple of 32), for tuning on a new device.
-uint32_t norm_quantize_workgroup(const DeviceInfo& info) {
-  if (const char* text = std::getenv("CHANNEL_VULKAN_NORM_WORKGROUP")) {
-    unsigned workgroup = 0;
-    if (std::sscanf(text, "%u", &workgroup) != 1 || workgroup == 0 || workgroup % 32 != 0 ||
-        workgroup > info.max_workgroup_invocations) {
-      fail("CHANNEL_VULKAN_NORM_WORKGROUP must be a multiple of 32 up to {} on this device, not '{}'",
-           info.max_workgroup_invocations, text);
-    }
-    return workgroup;
-  }
-  if (info.type == DeviceType::kCpu) return kNormWorkgroup;
-  return std::min(1024u, info.max_workgroup_invocations);
-}
-
-// Bytes of weights each prefetch reads (weight_prefetch.h) on a discrete GPU; none on other
-// devices, whose caches are small or the CPU's. On an H100 (Gemma 3 12B, `channel bench --gpu -p
-// 512 -n 64 -r 3`, two calls, decode tok/s at depth 0 by round): 0 MiB 148.0 / 147.6 and 145.8 /
-// 138.2, 6 MiB 146.9 / 143.7, 9 MiB 152.1 / 151.7, 12 MiB 153.8 / 151.8 and 151.5 / 154.7, 16 MiB
-// 152.5 / 151.8, 24 MiB 143.6 / 147.0, 48 MiB 139.7 / 139.5: a prefetch longer than the stage it
-// hides in holds up the barrier after it for more than the product then saves.
-// CHANNEL_VULKAN_PREFETCH_MB=N overrides it (0: no prefetch), for tuning on a new device.
-constexpr uint64_t kDiscretePrefetchBytes = uint64_t{12} << 20;
-
-uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option) {
-  if (option) return *option;
-  if (const char* text = std::getenv("CHANNEL_VULKAN_PREFETCH_MB")) {
-    unsigned mib = 0;
-    if (std::sscanf(text, "%u", &mib) != 1 || mib > 4096) {
-      fail("CHANNEL_VULKAN_PREFETCH_MB must be the MiB of weights a prefetch reads (0 to 4096; 0: none), not '{}'",
-           text);
-    }
-    return uint64_t{mib} << 20;
-  }
-  return info.type == DeviceType::kDiscrete ? kDiscretePrefetchBytes : 0;
 }
 
 // Mixture-of-experts layers have no kernels here yet: such a model is refused before any device
@@ -515,7 +393,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
   }
   if (shader == "norm_quantize") {
     const DeviceInfo& info = device_->info();
-    const uint32_t workgroup = norm_quantize_workgroup(info);
+    const uint32_t workgroup = norm_quantize_workgroup(info, kNormWorkgroup);
     const uint32_t n = static_cast<uint32_t>(model_->config().n_embd);
     const uint32_t spec[] = {workgroup, workgroup / info.min_subgroup_size, (n + workgroup - 1) / workgroup};
     return pipelines_->get(shader, spec);

@@ -1,0 +1,160 @@
+#include "backend/vulkan/tuning.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend/vulkan/shaders/shared_memory.glsl"
+#include "core/error.h"
+
+namespace channel::vulkan {
+namespace {
+
+// The comma-separated unsigned numbers of `text`, from min_count to max_count of them; nothing
+// when the text is anything else (a sign, a space, an empty field, a number past 32 bits).
+std::optional<std::vector<uint32_t>> parse_numbers(std::string_view text, size_t min_count, size_t max_count) {
+  std::vector<uint32_t> numbers;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    uint32_t value = 0;
+    const char* first = text.data() + start;
+    const char* last = text.data() + comma;
+    const auto [end, error] = std::from_chars(first, last, value);
+    if (first == last || error != std::errc() || end != last) return std::nullopt;
+    numbers.push_back(value);
+    if (comma == text.size()) break;
+    start = comma + 1;
+  }
+  if (numbers.size() < min_count || numbers.size() > max_count) return std::nullopt;
+  return numbers;
+}
+
+[[noreturn]] void bad_setting(std::string_view name, std::string_view meaning, std::string_view text) {
+  fail("{} must be {}, not '{}'", name, meaning, text);
+}
+
+// The numbers of environment variable `name`, or nothing where it is unset; a value that is not
+// min_count to max_count numbers fails, naming the variable and `meaning`.
+std::optional<std::vector<uint32_t>> env_numbers(const char* name, size_t min_count, size_t max_count,
+                                                 std::string_view meaning) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return std::nullopt;
+  auto numbers = parse_numbers(text, min_count, max_count);
+  if (!numbers) bad_setting(name, meaning, text);
+  return numbers;
+}
+
+// One number from `low` to `high` in environment variable `name`, or nothing where it is unset.
+std::optional<uint32_t> env_number(const char* name, uint32_t low, uint32_t high, std::string_view meaning) {
+  const auto numbers = env_numbers(name, 1, 1, meaning);
+  if (!numbers) return std::nullopt;
+  if ((*numbers)[0] < low || (*numbers)[0] > high) bad_setting(name, meaning, std::getenv(name));
+  return (*numbers)[0];
+}
+
+// Bytes of weights each prefetch reads (weight_prefetch.h) on a discrete GPU; none on other
+// devices, whose caches are small or the CPU's. On an H100 (Gemma 3 12B, `channel bench --gpu -p
+// 512 -n 64 -r 3`, two calls, decode tok/s at depth 0 by round): 0 MiB 148.0 / 147.6 and 145.8 /
+// 138.2, 6 MiB 146.9 / 143.7, 9 MiB 152.1 / 151.7, 12 MiB 153.8 / 151.8 and 151.5 / 154.7, 16 MiB
+// 152.5 / 151.8, 24 MiB 143.6 / 147.0, 48 MiB 139.7 / 139.5: a prefetch longer than the stage it
+// hides in holds up the barrier after it for more than the product then saves.
+constexpr uint64_t kDiscretePrefetchBytes = uint64_t{12} << 20;
+
+}  // namespace
+
+// A CPU driver (lavapipe) pays per invocation, so its matrix-vector workgroups are one subgroup
+// wide and cover many rows (on a 128-wide embedding the default shape left 124 of 128 invocations
+// idle: decode 0.3 tok/s against 11 with this shape).
+MatmulKernels::Options matmul_options(const DeviceInfo& info) {
+  MatmulKernels::Options options;
+  if (info.type == DeviceType::kCpu) {
+    options.matvec_workgroup = std::max(8u, info.subgroup_size);
+    options.gated_workgroup = options.matvec_workgroup;
+    options.matvec_split = 1;  // one subgroup a workgroup: nothing to share a row with
+    options.matvec_rows = 64;
+    options.matvec_q_rows = 64;
+  }
+  if (const char* shape = std::getenv("CHANNEL_VULKAN_MATVEC")) {
+    parse_matvec_shape("CHANNEL_VULKAN_MATVEC", shape, options);
+  }
+  if (const auto tiled = env_numbers("CHANNEL_VULKAN_MATMUL", 2, 2, "rows_per_thread,k_blocks (e.g. 8,4)")) {
+    options.tiled_rows_per_thread = (*tiled)[0];
+    options.tiled_k_blocks = (*tiled)[1];
+  }
+  // MatmulKernels checks the threads against the device.
+  if (const auto threads = env_number("CHANNEL_VULKAN_GATED_WORKGROUP", 1, UINT32_MAX,
+                                      "the gated matrix-vector kernel's threads per workgroup")) {
+    options.gated_workgroup = *threads;
+  }
+  if (const auto tokens = env_number("CHANNEL_VULKAN_MATVEC_MAX_TOKENS", 1, UINT32_MAX,
+                                     "the most tokens a matrix-vector product takes (1 or more)")) {
+    options.matvec_max_tokens = *tokens;
+  }
+  if (const auto coop = env_numbers("CHANNEL_VULKAN_COOPMAT", 1, 2,
+                                    "the blocks per step[,tile rows] (e.g. 4,64), or 0 for no cooperative matrices")) {
+    options.cooperative_matrix = (*coop)[0] != 0;
+    if ((*coop)[0] != 0) options.cooperative_k_blocks = (*coop)[0];
+    if (coop->size() == 2) options.cooperative_tile_rows = (*coop)[1];
+  }
+  return options;
+}
+
+void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options) {
+  const auto shape = parse_numbers(text, 3, 5);
+  if (!shape) bad_setting(what, "threads,rows,subgroup_rows[,blocks[,split]] (e.g. 128,8,2,4 or 128,8,2,2,2)", text);
+  options.matvec_workgroup = (*shape)[0];
+  options.matvec_rows = options.matvec_q_rows = (*shape)[1];
+  options.matvec_subgroup_rows = (*shape)[2];
+  if (shape->size() > 3) options.matvec_q_blocks = (*shape)[3];
+  if (shape->size() > 4) options.matvec_split = (*shape)[4];
+}
+
+// 16 tokens where the workgroup's shared memory allows (queries of max_head_dim + 1 floats, a
+// 64-cell tile of scores, the Q8_0 staging of one head), else the most that fit.
+uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
+  const auto shared_bytes = [&](uint32_t tokens) { return 4u * SHARED_ATTENTION_WORDS(tokens, max_head_dim); };
+  const std::string meaning = fmt::format(
+      "1 to 64 tokens whose queries fit this device's {} bytes of shared memory", info.max_compute_shared_memory);
+  if (const auto tokens = env_number("CHANNEL_VULKAN_ATTENTION_TOKENS", 1, 64, meaning)) {
+    if (shared_bytes(*tokens) > info.max_compute_shared_memory) {
+      bad_setting("CHANNEL_VULKAN_ATTENTION_TOKENS", meaning, std::getenv("CHANNEL_VULKAN_ATTENTION_TOKENS"));
+    }
+    return *tokens;
+  }
+  uint32_t tokens = 16;
+  while (tokens > 1 && shared_bytes(tokens) > info.max_compute_shared_memory) tokens /= 2;
+  return tokens;
+}
+
+// One workgroup per row: at decode the only workgroup of its dispatch, so a GPU gives it as many
+// invocations as it allows, up to 1024 (fewer values each, a shorter chain of loads: on the H200,
+// Gemma 3 12B decode ran at 106 / 124 / 134 tok/s with 256 / 512 / 1024); a CPU driver pays per
+// invocation.
+uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup) {
+  const std::string meaning =
+      fmt::format("a multiple of 32 up to {} on this device", info.max_workgroup_invocations);
+  if (const auto workgroup =
+          env_number("CHANNEL_VULKAN_NORM_WORKGROUP", 32, info.max_workgroup_invocations, meaning)) {
+    if (*workgroup % 32 != 0) {
+      bad_setting("CHANNEL_VULKAN_NORM_WORKGROUP", meaning, std::getenv("CHANNEL_VULKAN_NORM_WORKGROUP"));
+    }
+    return *workgroup;
+  }
+  if (info.type == DeviceType::kCpu) return cpu_workgroup;
+  return std::min(1024u, info.max_workgroup_invocations);
+}
+
+uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option) {
+  if (option) return *option;
+  if (const auto mib = env_number("CHANNEL_VULKAN_PREFETCH_MB", 0, 4096,
+                                  "the MiB of weights a prefetch reads (0 to 4096; 0: none)")) {
+    return uint64_t{*mib} << 20;
+  }
+  return info.type == DeviceType::kDiscrete ? kDiscretePrefetchBytes : 0;
+}
+
+}  // namespace channel::vulkan

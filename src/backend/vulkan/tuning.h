@@ -1,0 +1,42 @@
+// The Vulkan backend's per-device tuning: the kernels' shapes and budgets it picks from what the
+// device reports, each overridable by a CHANNEL_VULKAN_* environment variable (for tuning on a
+// new device; every value is checked, and a malformed one is a clear error naming the variable):
+//   CHANNEL_VULKAN_MATVEC=threads,rows,subgroup_rows[,blocks[,split]]  matrix-vector shape
+//   CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks                    tiled kernel (TM, K_BLOCKS)
+//   CHANNEL_VULKAN_COOPMAT=k_blocks[,tile_rows]                        cooperative-matrix kernel (0: off)
+//   CHANNEL_VULKAN_MATVEC_MAX_TOKENS=N   most tokens a matrix-vector product takes
+//   CHANNEL_VULKAN_GATED_WORKGROUP=N     gated FFN kernel's threads per workgroup
+//   CHANNEL_VULKAN_ATTENTION_TOKENS=N    tokens a tiled attention workgroup shares loads between
+//   CHANNEL_VULKAN_NORM_WORKGROUP=N      norm_quantize.comp's threads per workgroup
+//   CHANNEL_VULKAN_PREFETCH_MB=N         MiB of weights each prefetch reads (0: none)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backend/vulkan/device_info.h"
+#include "backend/vulkan/matmul_kernels.h"
+
+namespace channel::vulkan {
+
+// The matrix kernels' options for this device (MatmulKernels checks them against it).
+MatmulKernels::Options matmul_options(const DeviceInfo& info);
+
+// Sets the matrix-vector shape of `options` from "threads,rows,subgroup_rows[,blocks[,split]]"
+// (threads per workgroup, rows per workgroup, Q4_0 / Q8_0 rows per subgroup, blocks whose loads a
+// lane issues together and the most subgroups sharing a group of rows); `what` names the
+// setting in the error.
+void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKernels::Options& options);
+
+// Tokens of one head per workgroup of the tiled (prefill) attention (attention.comp).
+uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim);
+
+// norm_quantize.comp's workgroup; `cpu_workgroup` on CPU devices.
+uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup);
+
+// Bytes of weights each weight prefetch reads (weight_prefetch.h): `option` where given.
+uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option);
+
+}  // namespace channel::vulkan

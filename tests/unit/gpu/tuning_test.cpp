@@ -1,0 +1,147 @@
+// The Vulkan backend's tuning overrides (backend/vulkan/tuning.h): well-formed values land in the
+// options, anything else is an error naming the setting. No device needed: DeviceInfo by hand.
+#include "backend/vulkan/tuning.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+namespace channel::vulkan {
+namespace {
+
+// Sets an environment variable for the life of the object.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+DeviceInfo device_of_type(DeviceType type) {
+  DeviceInfo info;
+  info.type = type;
+  info.subgroup_size = 32;
+  info.max_workgroup_invocations = 1024;
+  info.max_compute_shared_memory = 49152;
+  return info;
+}
+
+// The error message of `f`, which must throw channel::Error.
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+TEST(VulkanTuning, MatvecShapeTakesThreeToFiveNumbers) {
+  MatmulKernels::Options options;
+  const uint32_t blocks = options.matvec_q_blocks, split = options.matvec_split;
+  parse_matvec_shape("--shape", "64,4,1", options);
+  EXPECT_EQ(options.matvec_workgroup, 64u);
+  EXPECT_EQ(options.matvec_q_rows, 4u);
+  EXPECT_EQ(options.matvec_rows, 4u);
+  EXPECT_EQ(options.matvec_subgroup_rows, 1u);
+  EXPECT_EQ(options.matvec_q_blocks, blocks);  // unchanged where not given
+  EXPECT_EQ(options.matvec_split, split);
+  parse_matvec_shape("--shape", "256,16,2,3,4", options);
+  EXPECT_EQ(options.matvec_workgroup, 256u);
+  EXPECT_EQ(options.matvec_q_blocks, 3u);
+  EXPECT_EQ(options.matvec_split, 4u);
+}
+
+TEST(VulkanTuning, MalformedMatvecShapesNameTheSetting) {
+  for (const char* text : {"", "128,8", "128,8,2,2,2,2", "128,-8,2", "128, 8,2", "128,8,2,", "128,8x,2",
+                           "99999999999,8,2"}) {
+    MatmulKernels::Options options;
+    const std::string message = error_of([&] { parse_matvec_shape("--shape", text, options); });
+    EXPECT_NE(message.find("--shape must be threads,rows,subgroup_rows"), std::string::npos) << text << ": " << message;
+    EXPECT_NE(message.find(std::string("'") + text + "'"), std::string::npos) << message;
+  }
+}
+
+TEST(VulkanTuning, DefaultsFollowTheDeviceType) {
+  const DeviceInfo gpu = device_of_type(DeviceType::kDiscrete), cpu = device_of_type(DeviceType::kCpu);
+  EXPECT_EQ(prefetch_budget_bytes(gpu, std::nullopt), uint64_t{12} << 20);
+  EXPECT_EQ(prefetch_budget_bytes(cpu, std::nullopt), 0u);
+  EXPECT_EQ(prefetch_budget_bytes(gpu, 5), 5u);  // the backend option wins
+  EXPECT_EQ(norm_quantize_workgroup(gpu, 256), 1024u);
+  EXPECT_EQ(norm_quantize_workgroup(cpu, 256), 256u);
+  EXPECT_EQ(matmul_options(cpu).matvec_workgroup, 32u);  // one subgroup
+  EXPECT_EQ(matmul_options(cpu).matvec_split, 1u);
+  EXPECT_EQ(matmul_options(gpu).matvec_workgroup, MatmulKernels::Options{}.matvec_workgroup);
+}
+
+TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
+  const DeviceInfo gpu = device_of_type(DeviceType::kDiscrete);
+  {
+    ScopedEnv env("CHANNEL_VULKAN_PREFETCH_MB", "6");
+    EXPECT_EQ(prefetch_budget_bytes(gpu, std::nullopt), uint64_t{6} << 20);
+  }
+  for (const char* text : {"6x", "-1", "4097", ""}) {
+    ScopedEnv env("CHANNEL_VULKAN_PREFETCH_MB", text);
+    EXPECT_NE(error_of([&] { prefetch_budget_bytes(gpu, std::nullopt); }).find("CHANNEL_VULKAN_PREFETCH_MB must be"),
+              std::string::npos)
+        << text;
+  }
+  {
+    ScopedEnv env("CHANNEL_VULKAN_NORM_WORKGROUP", "512");
+    EXPECT_EQ(norm_quantize_workgroup(gpu, 256), 512u);
+  }
+  for (const char* text : {"48", "2048", "0"}) {  // not a multiple of 32; past the device's limit
+    ScopedEnv env("CHANNEL_VULKAN_NORM_WORKGROUP", text);
+    EXPECT_NE(error_of([&] { norm_quantize_workgroup(gpu, 256); }).find("a multiple of 32 up to 1024"),
+              std::string::npos)
+        << text;
+  }
+  {
+    ScopedEnv matmul("CHANNEL_VULKAN_MATMUL", "8,3"), coop("CHANNEL_VULKAN_COOPMAT", "0"),
+        tokens("CHANNEL_VULKAN_MATVEC_MAX_TOKENS", "12"), shape("CHANNEL_VULKAN_MATVEC", "64,4,1,2,2");
+    const MatmulKernels::Options o = matmul_options(gpu);
+    EXPECT_EQ(o.tiled_rows_per_thread, 8u);
+    EXPECT_EQ(o.tiled_k_blocks, 3u);
+    EXPECT_FALSE(o.cooperative_matrix);
+    EXPECT_EQ(o.matvec_max_tokens, 12);
+    EXPECT_EQ(o.matvec_workgroup, 64u);
+    EXPECT_EQ(o.matvec_split, 2u);
+  }
+  {
+    ScopedEnv coop("CHANNEL_VULKAN_COOPMAT", "6,64");
+    const MatmulKernels::Options o = matmul_options(gpu);
+    EXPECT_TRUE(o.cooperative_matrix);
+    EXPECT_EQ(o.cooperative_k_blocks, 6u);
+    EXPECT_EQ(o.cooperative_tile_rows, 64u);
+  }
+  for (const auto& [name, text] : {std::pair{"CHANNEL_VULKAN_MATMUL", "8"}, std::pair{"CHANNEL_VULKAN_COOPMAT", "4,64,1"},
+                                   std::pair{"CHANNEL_VULKAN_MATVEC_MAX_TOKENS", "0"},
+                                   std::pair{"CHANNEL_VULKAN_GATED_WORKGROUP", "many"},
+                                   std::pair{"CHANNEL_VULKAN_MATVEC", "128"}}) {
+    ScopedEnv env(name, text);
+    EXPECT_NE(error_of([&] { matmul_options(gpu); }).find(std::string(name) + " must be"), std::string::npos)
+        << name << "=" << text;
+  }
+  {
+    ScopedEnv env("CHANNEL_VULKAN_ATTENTION_TOKENS", "8");
+    EXPECT_EQ(tiled_attention_tokens(gpu, 256), 8u);
+  }
+  for (const char* text : {"65", "0", "8,8"}) {
+    ScopedEnv env("CHANNEL_VULKAN_ATTENTION_TOKENS", text);
+    EXPECT_NE(error_of([&] { tiled_attention_tokens(gpu, 256); }).find("CHANNEL_VULKAN_ATTENTION_TOKENS must be"),
+              std::string::npos)
+        << text;
+  }
+}
+
+}  // namespace
+}  // namespace channel::vulkan
