@@ -411,7 +411,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_combine") {
-    const uint32_t spec[] = {kAttentionWorkgroup, max_head_dim};
+    const uint32_t spec[] = {kAttentionWorkgroup, max_head_dim, kSplitKvMaxChunks};
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
