@@ -16,7 +16,6 @@ struct StagedToken {
   uint32_t slot = 0;
   int64_t clock = 0;
   int64_t time_ms = 0;
-  std::vector<float> hidden;
 };
 
 struct Episode {

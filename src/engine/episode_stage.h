@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/episode.h"
@@ -16,7 +17,9 @@ class EpisodeStage {
   // The original's staging buffer: a full stage commits.
   static constexpr size_t kCapacity = 64;
 
-  void stage(StagedToken token) { staged_.push_back(std::move(token)); }
+  // Stages a decoded token and its last hidden state (the centroid's term). The stage keeps its
+  // storage across commits: staging allocates only for the first token of the session.
+  void stage(const StagedToken& token, std::span<const float> hidden);
   bool full() const { return staged_.size() >= kCapacity; }
   bool empty() const { return staged_.empty(); }
 
@@ -27,6 +30,8 @@ class EpisodeStage {
 
  private:
   std::vector<StagedToken> staged_;
+  std::vector<float> hidden_;  // [staged_.size()][width_]
+  size_t width_ = 0;
 };
 
 }  // namespace channel

@@ -66,8 +66,11 @@ void Sampler::collect_candidates(std::span<const float> logits, std::span<const 
                                  std::span<const int32_t> recent) {
   const SamplerOptions& o = options_;
   const auto in_vocabulary = [&](int32_t token) { return token >= 0 && static_cast<size_t>(token) < logits.size(); };
-  // Occurrences of each token of the penalty window (at most repeat_last_n of them).
+  // Occurrences of each token of the penalty window (at most repeat_last_n of them), in room for
+  // a whole window from the first step on (capped: a larger window grows as it fills).
+  constexpr size_t kMaxReservedWindow = 4096;
   counts_.clear();
+  counts_.reserve(std::min<size_t>(static_cast<size_t>(std::max(0, o.repeat_last_n)), kMaxReservedWindow));
   const size_t window = std::min<size_t>(recent.size(), static_cast<size_t>(std::max(0, o.repeat_last_n)));
   for (int32_t token : recent.subspan(recent.size() - window)) {
     if (!in_vocabulary(token)) continue;

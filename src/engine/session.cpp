@@ -229,8 +229,8 @@ void Session::feed_decoded(int32_t token) {
   context_.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, logits_, {}, {}, &last_hidden_);
   if (!memory_enabled_) return;
   const int64_t token_clock = clock() - 1;
-  stage_.stage(StagedToken{token, context_.ring().slot_of(token_clock), token_clock, monotonic_milliseconds(),
-                           last_hidden_});
+  stage_.stage(StagedToken{token, context_.ring().slot_of(token_clock), token_clock, monotonic_milliseconds()},
+               last_hidden_);
   if (stage_.full()) commit_episode(/*interrupted=*/false);
 }
 
@@ -303,6 +303,10 @@ void Session::decode_burst(SessionEvents& events, std::optional<int32_t> resume_
 Session::Burst Session::begin_burst(std::optional<int32_t> resume_token) {
   turn_open_ = true;
   recent_.clear();
+  // Room for a whole burst (its answer, a spent thinking budget and its bridge), so that decoding
+  // allocates nothing; a larger max_tokens than the cap grows the window as it goes.
+  constexpr size_t kMaxReservedTokens = 8192;
+  recent_.reserve(std::min<size_t>(size_t{config_.max_tokens} + config_.thinking_budget + 64, kMaxReservedTokens));
   syntax_.reset();
   previous_ = before_previous_ = -1;
   // A held newline fed on resume starts a thought line like any other.
