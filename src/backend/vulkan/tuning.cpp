@@ -48,12 +48,18 @@ std::optional<std::vector<uint32_t>> env_numbers(const char* name, size_t min_co
   return numbers;
 }
 
-// One number from `low` to `high` in environment variable `name`, or nothing where it is unset.
-std::optional<uint32_t> env_number(const char* name, uint32_t low, uint32_t high, std::string_view meaning) {
+// One number of environment variable `name` for which `valid` holds, or nothing where it is
+// unset; any other value fails, naming the variable and `meaning`.
+template <typename Valid>
+std::optional<uint32_t> env_number(const char* name, std::string_view meaning, Valid valid) {
   const auto numbers = env_numbers(name, 1, 1, meaning);
   if (!numbers) return std::nullopt;
-  if ((*numbers)[0] < low || (*numbers)[0] > high) bad_setting(name, meaning, std::getenv(name));
+  if (!valid((*numbers)[0])) bad_setting(name, meaning, std::getenv(name));
   return (*numbers)[0];
+}
+
+auto in_range(uint32_t low, uint32_t high) {
+  return [=](uint32_t value) { return value >= low && value <= high; };
 }
 
 // Bytes of weights each prefetch reads (weight_prefetch.h) on a discrete GPU; none on other
@@ -86,12 +92,14 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     options.tiled_k_blocks = (*tiled)[1];
   }
   // MatmulKernels checks the threads against the device.
-  if (const auto threads = env_number("CHANNEL_VULKAN_GATED_WORKGROUP", 1, UINT32_MAX,
-                                      "the gated matrix-vector kernel's threads per workgroup")) {
+  if (const auto threads = env_number("CHANNEL_VULKAN_GATED_WORKGROUP",
+                                      "the gated matrix-vector kernel's threads per workgroup",
+                                      in_range(1, UINT32_MAX))) {
     options.gated_workgroup = *threads;
   }
-  if (const auto tokens = env_number("CHANNEL_VULKAN_MATVEC_MAX_TOKENS", 1, UINT32_MAX,
-                                     "the most tokens a matrix-vector product takes (1 or more)")) {
+  if (const auto tokens = env_number("CHANNEL_VULKAN_MATVEC_MAX_TOKENS",
+                                     "the most tokens a matrix-vector product takes (1 or more)",
+                                     in_range(1, UINT32_MAX))) {
     options.matvec_max_tokens = *tokens;
   }
   if (const auto coop = env_numbers("CHANNEL_VULKAN_COOPMAT", 1, 2,
@@ -119,12 +127,10 @@ uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
   const auto shared_bytes = [&](uint32_t tokens) { return 4u * SHARED_ATTENTION_WORDS(tokens, max_head_dim); };
   const std::string meaning = fmt::format(
       "1 to 64 tokens whose queries fit this device's {} bytes of shared memory", info.max_compute_shared_memory);
-  if (const auto tokens = env_number("CHANNEL_VULKAN_ATTENTION_TOKENS", 1, 64, meaning)) {
-    if (shared_bytes(*tokens) > info.max_compute_shared_memory) {
-      bad_setting("CHANNEL_VULKAN_ATTENTION_TOKENS", meaning, std::getenv("CHANNEL_VULKAN_ATTENTION_TOKENS"));
-    }
-    return *tokens;
-  }
+  const auto fits = [&](uint32_t tokens) {
+    return tokens >= 1 && tokens <= 64 && shared_bytes(tokens) <= info.max_compute_shared_memory;
+  };
+  if (const auto tokens = env_number("CHANNEL_VULKAN_ATTENTION_TOKENS", meaning, fits)) return *tokens;
   uint32_t tokens = 16;
   while (tokens > 1 && shared_bytes(tokens) > info.max_compute_shared_memory) tokens /= 2;
   return tokens;
@@ -137,21 +143,18 @@ uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
 uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup) {
   const std::string meaning =
       fmt::format("a multiple of 32 up to {} on this device", info.max_workgroup_invocations);
-  if (const auto workgroup =
-          env_number("CHANNEL_VULKAN_NORM_WORKGROUP", 32, info.max_workgroup_invocations, meaning)) {
-    if (*workgroup % 32 != 0) {
-      bad_setting("CHANNEL_VULKAN_NORM_WORKGROUP", meaning, std::getenv("CHANNEL_VULKAN_NORM_WORKGROUP"));
-    }
-    return *workgroup;
-  }
+  const auto possible = [&](uint32_t workgroup) {
+    return workgroup >= 32 && workgroup % 32 == 0 && workgroup <= info.max_workgroup_invocations;
+  };
+  if (const auto workgroup = env_number("CHANNEL_VULKAN_NORM_WORKGROUP", meaning, possible)) return *workgroup;
   if (info.type == DeviceType::kCpu) return cpu_workgroup;
   return std::min(1024u, info.max_workgroup_invocations);
 }
 
 uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option) {
   if (option) return *option;
-  if (const auto mib = env_number("CHANNEL_VULKAN_PREFETCH_MB", 0, 4096,
-                                  "the MiB of weights a prefetch reads (0 to 4096; 0: none)")) {
+  if (const auto mib = env_number("CHANNEL_VULKAN_PREFETCH_MB",
+                                  "the MiB of weights a prefetch reads (0 to 4096; 0: none)", in_range(0, 4096))) {
     return uint64_t{*mib} << 20;
   }
   return info.type == DeviceType::kDiscrete ? kDiscretePrefetchBytes : 0;
