@@ -151,6 +151,16 @@ uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup)
   return std::min(1024u, info.max_workgroup_invocations);
 }
 
+// Each chunk's online softmax is a serial chain (~0.75 us a key on the H200) and the merge one
+// step a chunk, so a chunk's length trades one against the other.
+uint32_t split_kv_chunk_keys(const DeviceInfo& info, uint32_t max_keys) {
+  const std::string meaning = fmt::format("a multiple of 16 from 16 to {}", max_keys);
+  const auto possible = [&](uint32_t keys) { return keys >= 16 && keys % 16 == 0 && keys <= max_keys; };
+  if (const auto keys = env_number("CHANNEL_VULKAN_SPLIT_KV_KEYS", meaning, possible)) return *keys;
+  (void)info;
+  return 64;
+}
+
 uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option) {
   if (option) return *option;
   if (const auto mib = env_number("CHANNEL_VULKAN_PREFETCH_MB",

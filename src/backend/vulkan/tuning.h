@@ -8,6 +8,7 @@
 //   CHANNEL_VULKAN_GATED_WORKGROUP=N     gated FFN kernel's threads per workgroup
 //   CHANNEL_VULKAN_ATTENTION_TOKENS=N    tokens a tiled attention workgroup shares loads between
 //   CHANNEL_VULKAN_NORM_WORKGROUP=N      norm_quantize.comp's threads per workgroup
+//   CHANNEL_VULKAN_SPLIT_KV_KEYS=N       listed keys per chunk of split-KV decode attention
 //   CHANNEL_VULKAN_PREFETCH_MB=N         MiB of weights each prefetch reads (0: none)
 #pragma once
 
@@ -35,6 +36,10 @@ uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim);
 
 // norm_quantize.comp's workgroup; `cpu_workgroup` on CPU devices.
 uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup);
+
+// Listed keys per chunk of split-KV decode attention (attention_rows.comp scheme 1): a multiple
+// of the kernel's 16-key batch, at most `max_keys`.
+uint32_t split_kv_chunk_keys(const DeviceInfo& info, uint32_t max_keys);
 
 // Bytes of weights each weight prefetch reads (weight_prefetch.h): `option` where given.
 uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option);

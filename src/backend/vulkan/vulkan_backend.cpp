@@ -48,14 +48,13 @@ constexpr uint32_t kAttentionWorkgroup = 128;
 // The attention scheme of llama.cpp's CPU flash attention, which the CPU backend follows and the
 // attention shaders reproduce (backend/cpu/attention.h): batches of 64+ tokens tiled (head sizes
 // a multiple of 16), single tokens over 512+ padded cells split-KV, else one row. Split-KV chunks
-// are kSplitKvChunkKeys listed keys each, one workgroup per (head, chunk): the GPU's parallelism
-// decides them, not llama.cpp's thread count (the CPU backend's chunks), because each chunk's
-// online softmax is a serial chain (~0.75 us a key on the H200). From 512 cells on the partial
-// sums are therefore grouped unlike the CPU backend's; the results stay within the thresholds
-// (VulkanBackend.LongBatchAndSplitKvDecodeMatchTheCpu). H200, ring full: 60.4 -> 90.1 tok/s
-// with 64 chunks against the host's 16 (docs/benchmarks.md; measured with 64 chunks of cells).
-constexpr uint32_t kSplitKvChunkKeys = 64;
-constexpr uint32_t kSplitKvMaxChunks = (kKvSlots + kSplitKvChunkKeys - 1) / kSplitKvChunkKeys;
+// are split_kv_chunk_keys listed keys each (tuning.h), one workgroup per (head, chunk): the GPU's
+// parallelism decides them, not llama.cpp's thread count (the CPU backend's chunks), because each
+// chunk's online softmax is a serial chain (~0.75 us a key on the H200). From 512 cells on the
+// partial sums are therefore grouped unlike the CPU backend's; the results stay within the
+// thresholds (VulkanBackend.LongBatchAndSplitKvDecodeMatchTheCpu). H200, ring full: 60.4 -> 90.1
+// tok/s with 64 chunks against the host's 16 (docs/benchmarks.md; measured with 64 chunks of cells).
+uint32_t split_kv_max_chunks(uint32_t chunk_keys) { return (kKvSlots + chunk_keys - 1) / chunk_keys; }
 
 struct AttentionScheme {
   uint32_t scheme = 0;  // 0 one-row, 1 split-KV, 2 tiled
@@ -68,7 +67,8 @@ struct AttentionScheme {
 bool tiled_attention(uint32_t n_tokens, int head_dim) { return n_tokens >= 64 && head_dim % 16 == 0; }
 bool may_split_attention(uint32_t n_tokens) { return n_tokens == 1; }
 
-AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_view, int32_t first_cell) {
+AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_view, int32_t first_cell,
+                                 uint32_t chunk_keys) {
   constexpr int64_t kSplitKvMinCells = 512, kCellPadding = 256;
   AttentionScheme a;
   a.first_cell = first_cell;
@@ -80,8 +80,8 @@ AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_vie
     a.scheme = 1;
     // Chunks over the list's positions: the shader's cell c is list index c.
     a.first_cell = 0;
-    a.chunk_cells = kSplitKvChunkKeys;
-    a.n_chunks = (n_view + kSplitKvChunkKeys - 1) / kSplitKvChunkKeys;
+    a.chunk_cells = chunk_keys;
+    a.n_chunks = (n_view + chunk_keys - 1) / chunk_keys;
   }
   return a;
 }
@@ -126,6 +126,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
   pipelines_ = std::make_unique<PipelineCache>(*device_);
   tiled_attention_tokens_ =
       tiled_attention_tokens(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
+  split_kv_chunk_keys_ = split_kv_chunk_keys(device_->info(), kKvSlots);
   matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_, matmul_options(device_->info()));
   prefetch_ = std::make_unique<WeightPrefetch>(*device_, *pipelines_,
                                                prefetch_budget_bytes(device_->info(), options_.prefetch_bytes));
@@ -347,7 +348,7 @@ void VulkanBackend::allocate_state() {
 
   int max_heads = 1;
   for (const LayerConfig& lc : config.layers) max_heads = std::max(max_heads, lc.n_head);
-  partials_ = device_f32(uint64_t(max_heads) * kSplitKvMaxChunks * (2 + config.max_head_dim()));
+  partials_ = device_f32(uint64_t(max_heads) * split_kv_max_chunks(split_kv_chunk_keys_) * (2 + config.max_head_dim()));
   x_ = device_f32(n * config.n_embd);
   normed_ = device_f32(n * config.n_embd);
   q_ = device_f32(n * max_q_width);
@@ -411,7 +412,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_combine") {
-    const uint32_t spec[] = {kAttentionWorkgroup, max_head_dim, kSplitKvMaxChunks};
+    const uint32_t spec[] = {kAttentionWorkgroup, max_head_dim, split_kv_max_chunks(split_kv_chunk_keys_)};
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
@@ -503,7 +504,7 @@ VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const Attenti
   for (int il = 0; il < config.n_layer; ++il) {
     const LayerConfig& lc = config.layers[il];
     const ListedView& listed = lc.sliding ? sliding : global;
-    const AttentionScheme a = attention_scheme(n_tokens, lc.head_dim, listed.count, listed.first_cell);
+    const AttentionScheme a = attention_scheme(n_tokens, lc.head_dim, listed.count, listed.first_cell, split_kv_chunk_keys_);
     AttentionStepParams& p = steps[il];
     p = AttentionStepParams{listed.count, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}, {}, 0};
     // Tiled: a workgroup per (block of tiled_attention_tokens_ tokens, head); split-KV: per (head,

@@ -132,6 +132,16 @@ TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
         << name << "=" << text;
   }
   {
+    ScopedEnv env("CHANNEL_VULKAN_SPLIT_KV_KEYS", "48");
+    EXPECT_EQ(split_kv_chunk_keys(gpu, 4096), 48u);
+  }
+  for (const char* text : {"0", "24", "4112", "32,32"}) {  // not a multiple of the 16-key batch; past the ring
+    ScopedEnv env("CHANNEL_VULKAN_SPLIT_KV_KEYS", text);
+    EXPECT_NE(error_of([&] { split_kv_chunk_keys(gpu, 4096); }).find("a multiple of 16 from 16 to 4096"),
+              std::string::npos)
+        << text;
+  }
+  {
     ScopedEnv env("CHANNEL_VULKAN_ATTENTION_TOKENS", "8");
     EXPECT_EQ(tiled_attention_tokens(gpu, 256), 8u);
   }
