@@ -11,9 +11,11 @@
 # several settings into one variant (CHANNEL_VULKAN_MATVEC=128,2,2,2,4+CHANNEL_VULKAN_GATED_WORKGROUP=1024).
 # GPU_TESTS=PATTERN runs only the tests that gtest filter names. MATVEC_SHAPES="T,R,SR,B,S ..."
 # first times those matrix-vector shapes on the model's matrices (channel_vulkan_matvec_bench).
+# RING_PROFILE="default NAME=VALUE ..." last profiles the new binary's ring-full decode once per
+# variant (CHANNEL_VULKAN_PROFILE=1; "default" for no setting) and prints its attention stages.
 # Each run's table lines (prefill, decode, probe, snapshot) and its warm-up figures (a shape's
 # first run: the prefill warm-up records its pass) are kept.
-# usage: [ROUNDS=2] [BINARIES=...] [GPU_TESTS=1] [VARIANTS=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
+# usage: [ROUNDS=2] [BINARIES=...] [GPU_TESTS=1] [VARIANTS=...] [RING_PROFILE=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
@@ -43,4 +45,11 @@ for round in $(seq "${ROUNDS:-2}"); do
       2>/tmp/ab-err.txt | grep -E "^(prefill|decode|discrete|snapshot)" | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
     grep "warm-up" /tmp/ab-err.txt | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
   done
+done
+for variant in ${RING_PROFILE:-}; do
+  echo "== ring-full profile: channel with $variant"
+  setting=${variant/#default/}
+  env ${setting//+/ } CHANNEL_VULKAN_PROFILE=1 timeout 180 "$R/.devrun/channel" bench --gpu -m /tmp/ab-model.gguf -p 16 \
+    -n 32 -r 1 2>&1 | grep -A60 "vulkan profile" | tee "$OUT/ring-profile-${variant//[^A-Za-z0-9_]/_}.txt" |
+    grep -E "profile|attention|^decode"
 done

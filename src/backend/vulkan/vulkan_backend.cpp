@@ -44,6 +44,8 @@ constexpr uint32_t kNormWorkgroup = 256;
 constexpr uint32_t kElementWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;
 constexpr uint32_t kAttentionWorkgroup = 128;
+// attention_combine.comp: four groups of 64 invocations merge a quarter of the chunks each.
+constexpr uint32_t kCombineWorkgroup = 256;
 
 // The attention scheme of llama.cpp's CPU flash attention, which the CPU backend follows and the
 // attention shaders reproduce (backend/cpu/attention.h): batches of 64+ tokens tiled (head sizes
@@ -412,7 +414,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_combine") {
-    const uint32_t spec[] = {kAttentionWorkgroup, max_head_dim, split_kv_max_chunks(split_kv_chunk_keys_)};
+    const uint32_t spec[] = {kCombineWorkgroup, max_head_dim, split_kv_max_chunks(split_kv_chunk_keys_)};
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
