@@ -8,7 +8,11 @@
 namespace channel {
 
 StreamContext::StreamContext(Backend& backend, const ModelConfig& config)
-    : backend_(backend), n_vocab_(config.n_vocab), ring_(config.sliding_window) {}
+    : backend_(backend), n_vocab_(config.n_vocab), ring_(config.sliding_window) {
+  // Every step saves the ring's spans here; with room for all it can hold, marking a new span
+  // (a sentence, a thought) never makes the save allocate.
+  ring_before_.spans.reserve(kv::kMaxLiveSpans);
+}
 
 void StreamContext::apply(const std::vector<kv::Rotation>& rotations) {
   for (const kv::Rotation& rotation : rotations) backend_.rotate_keys(rotation.slots, rotation.delta);

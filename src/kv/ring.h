@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -32,6 +31,7 @@
 #include "kv/ring_state.h"
 #include "kv/slot_runs.h"
 #include "kv/span.h"
+#include "kv/span_queue.h"
 
 namespace channel::kv {
 
@@ -96,7 +96,7 @@ class KvRing {
   // Physical slot of a clock, by the retention contract of the current geometry.
   uint32_t slot_of(int64_t clock) const { return static_cast<uint32_t>(contract_.slot(clock)); }
   int64_t oldest_live_clock() const { return oldest_live_; }
-  const std::deque<Span>& live_spans() const { return spans_; }
+  const SpanQueue& live_spans() const { return spans_; }
 
   // Slots each layer type reads, chronological: global = anchors, recall, live ring, then the
   // transient tokens (scratch, ring slots); sliding = the clocks within the window of the last
@@ -141,7 +141,7 @@ class KvRing {
   RetentionContract contract_ = RetentionContract::channel_geometry(0);
   int64_t clock_ = 0;
   int64_t oldest_live_ = 0;     // first live ring clock (== clock_ when the ring is empty)
-  std::deque<Span> spans_;      // live ring spans, oldest first; the last one is open
+  SpanQueue spans_{kMaxLiveSpans};  // live ring spans, oldest first; the last one is open
   SpanType pending_type_ = SpanType::User;  // type of the span the next ring token opens
   std::vector<int64_t> slot_clock_;
   std::vector<int64_t> slot_position_;
