@@ -39,7 +39,7 @@ uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup)
 
 // Listed keys per chunk of split-KV decode attention (attention_rows.comp scheme 1): a multiple
 // of the kernel's 16-key batch, at most `max_keys`.
-uint32_t split_kv_chunk_keys(const DeviceInfo& info, uint32_t max_keys);
+uint32_t split_kv_chunk_keys(uint32_t max_keys);
 
 // Bytes of weights each weight prefetch reads (weight_prefetch.h): `option` where given.
 uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option);

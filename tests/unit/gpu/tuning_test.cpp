@@ -78,6 +78,7 @@ TEST(VulkanTuning, DefaultsFollowTheDeviceType) {
   EXPECT_EQ(prefetch_budget_bytes(gpu, 5), 5u);  // the backend option wins
   EXPECT_EQ(norm_quantize_workgroup(gpu, 256), 1024u);
   EXPECT_EQ(norm_quantize_workgroup(cpu, 256), 256u);
+  EXPECT_EQ(split_kv_chunk_keys(4096), 32u);  // on every device type
   EXPECT_EQ(matmul_options(cpu).matvec_workgroup, 32u);  // one subgroup
   EXPECT_EQ(matmul_options(cpu).matvec_split, 1u);
   EXPECT_EQ(matmul_options(gpu).matvec_workgroup, MatmulKernels::Options{}.matvec_workgroup);
@@ -133,11 +134,11 @@ TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
   }
   {
     ScopedEnv env("CHANNEL_VULKAN_SPLIT_KV_KEYS", "48");
-    EXPECT_EQ(split_kv_chunk_keys(gpu, 4096), 48u);
+    EXPECT_EQ(split_kv_chunk_keys(4096), 48u);
   }
   for (const char* text : {"0", "24", "4112", "32,32"}) {  // not a multiple of the 16-key batch; past the ring
     ScopedEnv env("CHANNEL_VULKAN_SPLIT_KV_KEYS", text);
-    EXPECT_NE(error_of([&] { split_kv_chunk_keys(gpu, 4096); }).find("a multiple of 16 from 16 to 4096"),
+    EXPECT_NE(error_of([&] { split_kv_chunk_keys(4096); }).find("a multiple of 16 from 16 to 4096"),
               std::string::npos)
         << text;
   }

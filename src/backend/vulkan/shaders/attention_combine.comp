@@ -6,7 +6,7 @@
 // product (quantize_workgroup.glsl).
 // A merge is a serial chain over chunks, so the workgroup's groups of kGroupLanes invocations
 // each merge a contiguous run of the chunks in order, and the groups' results are then merged in
-// group order: with the ring full a global layer has up to 256 chunks. Only the f32 rounding of
+// group order: with the ring full a global layer has 124 chunks of 32 keys. Only the f32 rounding of
 // the merge differs from one chain (the chunks themselves are the GPU's, not the CPU backend's).
 // Each group issues its loads ahead of its chain: every chunk's maximum and sum at once into
 // shared memory, the values kLookahead chunks at a time.
