@@ -5,6 +5,9 @@
 // decode_allocations.h replaces this test binary's operator new and counts.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -20,106 +23,107 @@ namespace {
 
 using testing::allocations_made;
 
-// Records the allocation count (and, given the session, its episode count) as each token is
-// reported.
+// Records the allocation count and the session's episode count as each token is reported.
 struct AllocationsPerToken : SessionEvents {
+  const Session& session;
   std::vector<int64_t> counts;
   std::vector<size_t> episodes;
-  const Session* session = nullptr;
-  AllocationsPerToken() {
+  explicit AllocationsPerToken(const Session& s) : session(s) {
     counts.reserve(1024);
     episodes.reserve(1024);
   }
   void token(int32_t, int64_t, std::string_view, bool) override {
     counts.push_back(allocations_made.load());
-    episodes.push_back(session != nullptr ? session->episodes().episodes().size() : 0);
+    episodes.push_back(session.episodes().episodes().size());
   }
   void status(const StatusReport&) override {}
   void turn_complete(const TurnSummary&) override {}
   void tool_call(const ToolCall&) override {}
 };
 
-TEST(SessionAllocations, NoneBetweenDecodedTokensExceptAtEpisodeCommits) {
-  if (!testing::kCountsAllocations) GTEST_SKIP() << "allocations are not counted under AddressSanitizer";
-  const auto vocab = testing::peer_gemma4_vocab();
-  if (!vocab) GTEST_SKIP() << "llama.cpp peer not installed (scripts/install-peer.sh)";
-  testing::TempDir dir;
-  SynthOptions o = default_synth_options(ModelArch::Gemma4);
-  o.n_layer = 2;
-  o.sliding_period = 2;
-  o.vocab_path = vocab->string();
+// A two-layer Gemma 4 model that writes `script` (SynthOptions::script) with the peer's vocabulary.
+class SessionAllocations : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::kCountsAllocations) GTEST_SKIP() << "allocations are not counted under AddressSanitizer";
+    vocab_ = testing::peer_gemma4_vocab();
+    if (!vocab_) GTEST_SKIP() << "llama.cpp peer not installed (scripts/install-peer.sh)";
+    tokenizer_.emplace(Tokenizer::from_gguf(GgufFile::open(vocab_->string())));
+    special_ = SpecialTokens::find(*tokenizer_, ModelArch::Gemma4);
+  }
+
+  std::shared_ptr<const Model> scripted_model(const std::vector<int32_t>& script) {
+    SynthOptions o = default_synth_options(ModelArch::Gemma4);
+    o.n_layer = 2;
+    o.sliding_period = 2;
+    o.vocab_path = vocab_->string();
+    o.n_embd = static_cast<int>((script.size() + 31) / 32 * 32);  // a dimension per scripted token
+    o.n_ff = o.n_embd;
+    o.script = {script};
+    return Model::load(testing::synthesize(dir_, o, "scripted.gguf"));
+  }
+
+  // Tokens whose step allocated: between the reports of tokens i - 1 and i the session feeds
+  // token i - 1 (staging it: a full stage commits an episode) and samples token i. The first
+  // steps (the session's first use of what it keeps) and the steps that commit are skipped.
+  static std::vector<int> allocating_steps(const AllocationsPerToken& events) {
+    std::vector<int> allocating;
+    for (size_t i = 4; i < events.counts.size(); ++i) {
+      const bool commits = events.episodes[i] != events.episodes[i - 1];
+      if (!commits && events.counts[i] != events.counts[i - 1]) allocating.push_back(static_cast<int>(i));
+    }
+    return allocating;
+  }
+
+  std::optional<std::filesystem::path> vocab_;
+  std::optional<Tokenizer> tokenizer_;
+  SpecialTokens special_;
+  testing::TempDir dir_;
+};
+
+TEST_F(SessionAllocations, NoneBetweenDecodedTokensExceptAtEpisodeCommits) {
   // A scripted burst of 200 ordinary tokens: three full episodes and a part one.
-  const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(vocab->string()));
-  const SpecialTokens special = SpecialTokens::find(tokenizer, ModelArch::Gemma4);
-  std::vector<int32_t> script = {special.channel_close};
+  std::vector<int32_t> script = {special_.channel_close};
   constexpr int kDecoded = 200;
   for (int32_t id = 10000; id < 10000 + kDecoded; ++id) script.push_back(id);
-  script.push_back(special.turn_close);
-  o.n_embd = static_cast<int>((script.size() + 31) / 32 * 32);
-  o.n_ff = o.n_embd;
-  o.script = {script};
-  const auto model = Model::load(testing::synthesize(dir, o, "scripted.gguf"));
+  script.push_back(special_.turn_close);
+  const auto model = scripted_model(script);
   cpu::CpuBackend backend(model, 2);
   SessionConfig config;
   config.max_tokens = 400;
   Session session(model, backend, config);
 
-  AllocationsPerToken events;
+  AllocationsPerToken events(session);
   session.input_text("Hi", 0, events);
   ASSERT_GE(events.counts.size(), static_cast<size_t>(kDecoded));
   ASSERT_EQ(session.episodes().episodes().size(), 4u);  // 3 x 64 as the stage fills, 9 as the burst ends
-  // Between the reports of tokens i - 1 and i the session feeds token i - 1 (staging it: the 64th
-  // staged token commits an episode) and samples token i. Skip the first steps (the session's
-  // first use of what it keeps) and the steps of the three commits.
-  std::vector<int> allocating;
-  for (size_t i = 4; i < events.counts.size(); ++i) {
-    const bool commits = i % EpisodeStage::kCapacity == 0;
-    if (!commits && events.counts[i] != events.counts[i - 1]) allocating.push_back(static_cast<int>(i));
-  }
+  const std::vector<int> allocating = allocating_steps(events);
   EXPECT_TRUE(allocating.empty()) << "tokens whose step allocated: " << ::testing::PrintToString(allocating);
 }
 
-TEST(SessionAllocations, NoneBetweenThoughtAndAnswerTokensExceptAtEpisodeCommits) {
+TEST_F(SessionAllocations, NoneBetweenThoughtAndAnswerTokensExceptAtEpisodeCommits) {
   // A reasoning turn: the model opens a thought, writes 100 tokens in it, closes it and answers
-  // with 100 more. Entering and leaving the thought (its header fed silently, the channel close,
-  // the spans marked) happen inside the steps between reports, and the thought's lines mask
-  // self-critique openers: none of it may allocate once the session has taken its first steps.
-  if (!testing::kCountsAllocations) GTEST_SKIP() << "allocations are not counted under AddressSanitizer";
-  const auto vocab = testing::peer_gemma4_vocab();
-  if (!vocab) GTEST_SKIP() << "llama.cpp peer not installed (scripts/install-peer.sh)";
-  testing::TempDir dir;
-  SynthOptions o = default_synth_options(ModelArch::Gemma4);
-  o.n_layer = 2;
-  o.sliding_period = 2;
-  o.vocab_path = vocab->string();
-  const Tokenizer tokenizer = Tokenizer::from_gguf(GgufFile::open(vocab->string()));
-  const SpecialTokens special = SpecialTokens::find(tokenizer, ModelArch::Gemma4);
+  // with 100 more. Entering and leaving the thought (its header, the channel close, the spans
+  // marked) happen inside the steps between reports, and the thought's lines mask self-critique
+  // openers: none of it may allocate once the session has taken its first steps.
   // The raw prompt ends with <|channel>; the model goes on with "thought\n" (the header).
-  std::vector<int32_t> script = {special.channel_open, tokenizer.find_token("thought"), special.newline};
+  std::vector<int32_t> script = {special_.channel_open, tokenizer_->find_token("thought"), special_.newline};
   constexpr int kThought = 100, kAnswer = 100;
   for (int32_t id = 10000; id < 10000 + kThought; ++id) script.push_back(id);
-  script.push_back(special.channel_close);
+  script.push_back(special_.channel_close);
   for (int32_t id = 20000; id < 20000 + kAnswer; ++id) script.push_back(id);
-  script.push_back(special.turn_close);
-  o.n_embd = static_cast<int>((script.size() + 31) / 32 * 32);
-  o.n_ff = o.n_embd;
-  o.script = {script};
-  const auto model = Model::load(testing::synthesize(dir, o, "scripted.gguf"));
+  script.push_back(special_.turn_close);
+  const auto model = scripted_model(script);
   cpu::CpuBackend backend(model, 2);
   SessionConfig config;
   config.max_tokens = 400;
   config.thinking_budget = 400;  // no bridge: the model closes its thought itself
   Session session(model, backend, config);
 
-  AllocationsPerToken events;
-  events.session = &session;
+  AllocationsPerToken events(session);
   session.input_text("<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>", kInputFlagRaw | kInputFlagReason, events);
   ASSERT_GE(events.counts.size(), static_cast<size_t>(kThought + kAnswer));  // and the header, streamed
-  std::vector<int> allocating;
-  for (size_t i = 4; i < events.counts.size(); ++i) {
-    const bool commits = events.episodes[i] != events.episodes[i - 1];
-    if (!commits && events.counts[i] != events.counts[i - 1]) allocating.push_back(static_cast<int>(i));
-  }
+  const std::vector<int> allocating = allocating_steps(events);
   EXPECT_TRUE(allocating.empty()) << "tokens whose step allocated: " << ::testing::PrintToString(allocating);
 }
 
