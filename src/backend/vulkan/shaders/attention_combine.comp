@@ -6,8 +6,9 @@
 // product (quantize_workgroup.glsl).
 // A merge is a serial chain over chunks, so the workgroup's groups of kGroupLanes invocations
 // each merge a contiguous run of the chunks in order, and the groups' results are then merged in
-// group order: with the ring full a global layer has 124 chunks of 32 keys. Only the f32 rounding of
-// the merge differs from one chain (the chunks themselves are the GPU's, not the CPU backend's).
+// group order (with the ring full a global layer has 62 chunks of 64 keys, 124 of 32). Only the
+// merge's f32 rounding differs from one chain (the chunks themselves are the GPU's, not the CPU
+// backend's).
 // Each group issues its loads ahead of its chain: every chunk's maximum and sum at once into
 // shared memory, the values kLookahead chunks at a time.
 // Specialization constants: 0 workgroup size (a multiple of kGroupLanes), 1 MAX_HEAD_DIM,
