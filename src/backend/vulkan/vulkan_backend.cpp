@@ -56,7 +56,7 @@ constexpr uint32_t kCombineWorkgroup = 256;
 // partial sums are therefore grouped unlike the CPU backend's; the results stay within the
 // thresholds (VulkanBackend.LongBatchAndSplitKvDecodeMatchTheCpu). H200, ring full: 60.4 -> 90.1
 // tok/s with 64 chunks against the host's 16 (docs/benchmarks.md; measured with 64 chunks of cells);
-// chunks of 32 keys instead of 64 then gave +10% on an H100, not yet the default (tuning.cpp).
+// chunks of 32 keys instead of 64 then gave +10% on an H100 (tuning.cpp: the default since).
 uint32_t split_kv_max_chunks(uint32_t chunk_keys) { return (kKvSlots + chunk_keys - 1) / chunk_keys; }
 
 struct AttentionScheme {

@@ -11,9 +11,11 @@
 // position as raw little-endian f32 (n_tokens rows of n_vocab) and prints the argmax of each
 // position on a line "argmax: ...". With --greedy N it then prints the N greedily chosen ids
 // (argmax of the raw logits, ties to the lowest id) on a line "greedy: ...", as `channel eval
-// --greedy N` does. Several --tokens (each with its --logits-out) are evaluated in order, each in
-// a context of its own, so that one process (one model load: about a second for a 262144-token
-// vocabulary) serves every prompt of a model; the lines come out in the same order.
+// --greedy N` does, then each step's runner-up ("greedy_runner_up: ...") and the gap between the
+// two logits over the row's root mean square ("greedy_margin: ...": how near the step was to a
+// tie). Several --tokens (each with its --logits-out) are evaluated in order, each in a context of
+// its own, so that one process (one model load: about a second for a 262144-token vocabulary)
+// serves every prompt of a model; the lines come out in the same order.
 // Everything runs on the CPU, by default with llama.cpp's own defaults (flash attention auto, which
 // is on for the CPU; f16 KV cache; Q4_0 weights repacked); --flash-attn, --kv-type and --no-repack
 // change them, to see how far llama.cpp moves from itself (its noise floor for a parity threshold).
@@ -30,6 +32,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -187,14 +190,43 @@ void run_eval(llama_context* ctx, const std::vector<llama_token>& tokens, int32_
   print_ids("argmax", argmaxes);
 }
 
+// One greedy step's choice and how near it was to a tie: the runner-up (the best other id) and the
+// gap between their logits over the row's root mean square, the scale on which the parity
+// thresholds bound an engine's error (rel L2 = ||error|| / ||row||).
+struct GreedyStep {
+  llama_token chosen;
+  llama_token runner_up;
+  double margin;
+};
+
+GreedyStep greedy_step(const float* logits, int32_t n_vocab) {
+  const llama_token chosen = argmax(logits, n_vocab);
+  llama_token runner_up = chosen == 0 ? 1 : 0;
+  double sum_squares = 0;
+  for (int32_t id = 0; id < n_vocab; ++id) {
+    sum_squares += static_cast<double>(logits[id]) * logits[id];
+    if (id != chosen && logits[id] > logits[runner_up]) runner_up = id;
+  }
+  const double rms = std::sqrt(sum_squares / n_vocab);
+  return {chosen, runner_up, rms > 0 ? (logits[chosen] - logits[runner_up]) / rms : 0.0};
+}
+
 void run_generate(llama_context* ctx, const std::vector<llama_token>& prompt, int32_t n_vocab, int n_generate) {
   decode(ctx, prompt, 0, false);
-  std::vector<llama_token> generated;
+  std::vector<llama_token> generated, runners_up;
+  std::vector<double> margins;
   for (int i = 0; i < n_generate; ++i) {
-    generated.push_back(argmax(llama_get_logits_ith(ctx, -1), n_vocab));
+    const GreedyStep step = greedy_step(llama_get_logits_ith(ctx, -1), n_vocab);
+    generated.push_back(step.chosen);
+    runners_up.push_back(step.runner_up);
+    margins.push_back(step.margin);
     if (i + 1 < n_generate) decode(ctx, {generated.back()}, static_cast<llama_pos>(prompt.size() + i), false);
   }
   print_ids("greedy", generated);
+  print_ids("greedy_runner_up", runners_up);
+  std::printf("greedy_margin:");
+  for (double margin : margins) std::printf(" %.3e", margin);
+  std::printf("\n");
 }
 
 void print_variants(const std::vector<oracle::CpuVariant>& supported, const oracle::CpuVariant& default_variant,

@@ -194,10 +194,34 @@ def cpu_variants(oracle, requested):
     return CpuVariants(pinned, labelled_line(out, "default"))
 
 
+@dataclass
+class GreedyReference:
+    """llama.cpp's greedy continuation of a prompt: each step's id, its runner-up and the gap between
+    their logits over the row's root mean square (llama_oracle's greedy_margin)."""
+    ids: list
+    runners_up: list
+    margins: list
+
+    def judge(self, ours, max_rel_l2):
+        """(matched, passed, note) for our continuation. Two engines whose logits differ by a
+        relative L2 error e may order two candidates differently where their logits are closer than
+        about e times the row's root mean square, and after one different token the continuations
+        no longer share a context. So a continuation passes when it equals llama.cpp's, or when it
+        leaves it only at a near tie: a step whose margin is under the type's rel L2 bound, where
+        our token is llama.cpp's runner-up; nothing after that step is compared."""
+        matched = next((i for i, (a, b) in enumerate(zip(ours, self.ids)) if a != b), min(len(ours), len(self.ids)))
+        if ours == self.ids:
+            return matched, True, ""
+        if matched == len(ours) or matched == len(self.ids):
+            return matched, False, ""
+        near_tie = ours[matched] == self.runners_up[matched] and self.margins[matched] < max_rel_l2
+        return matched, near_tie, f"tie at {matched}: margin {self.margins[matched]:.1e}" if near_tie else ""
+
+
 def oracle_eval(oracle, model, prompts, logits_paths, variant, greedy=0, threads=None):
     """Runs llama_oracle eval on the variant, one process for all `prompts` (each writes its
     logits to the matching path; one model load instead of one per prompt); checks that it loaded
-    that variant. With greedy > 0 returns each prompt's greedy continuation (N ids), else [].
+    that variant. With greedy > 0 returns each prompt's greedy continuation (a GreedyReference), else [].
     `threads`: llama.cpp's thread count (default: one per core)."""
     command = [oracle, "eval", "--model", model, "--cpu-variant", variant] + (["--threads", threads] if threads else [])
     for tokens, path in zip(prompts, logits_paths, strict=True):
@@ -206,11 +230,15 @@ def oracle_eval(oracle, model, prompts, logits_paths, variant, greedy=0, threads
     loaded = labelled_line(out, "cpu_variant")
     if loaded != variant:
         raise RuntimeError(f"llama_oracle loaded CPU variant {loaded}, not {variant}")
-    continuations = [[int(word) for word in line.split(":", 1)[1].split()]
-                     for line in out.splitlines() if line.startswith("greedy:")]
-    if greedy and len(continuations) != len(prompts):
-        raise ValueError(f"llama_oracle printed {len(continuations)} greedy lines for {len(prompts)} prompts")
-    return continuations
+    if not greedy:
+        return []
+    lines = {label: [line.split(":", 1)[1].split() for line in out.splitlines() if line.startswith(label + ":")]
+             for label in ("greedy", "greedy_runner_up", "greedy_margin")}
+    for label, found in lines.items():
+        if len(found) != len(prompts):
+            raise ValueError(f"llama_oracle printed {len(found)} {label} lines for {len(prompts)} prompts")
+    return [GreedyReference([int(w) for w in ids], [int(w) for w in runners_up], [float(w) for w in margins])
+            for ids, runners_up, margins in zip(lines["greedy"], lines["greedy_runner_up"], lines["greedy_margin"])]
 
 
 def print_table(header, rows):

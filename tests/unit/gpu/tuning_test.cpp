@@ -78,7 +78,7 @@ TEST(VulkanTuning, DefaultsFollowTheDeviceType) {
   EXPECT_EQ(prefetch_budget_bytes(gpu, 5), 5u);  // the backend option wins
   EXPECT_EQ(norm_quantize_workgroup(gpu, 256), 1024u);
   EXPECT_EQ(norm_quantize_workgroup(cpu, 256), 256u);
-  EXPECT_EQ(split_kv_chunk_keys(4096), 64u);  // on every device type
+  EXPECT_EQ(split_kv_chunk_keys(4096), 32u);  // on every device type
   EXPECT_EQ(matmul_options(cpu).matvec_workgroup, 32u);  // one subgroup
   EXPECT_EQ(matmul_options(cpu).matvec_split, 1u);
   EXPECT_EQ(matmul_options(gpu).matvec_workgroup, MatmulKernels::Options{}.matvec_workgroup);
