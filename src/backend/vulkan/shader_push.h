@@ -54,8 +54,9 @@ struct AttentionPush {
   uint64_t step;  // the layer's AttentionStepParams
   uint64_t partials;
   uint64_t out_q, out_d;  // 0, or wo's Q8_0 activations (written instead of dst)
+  uint64_t inputs;        // attention_rows, one token: its InputsPush (then q is the projection), or 0
 };
-static_assert(sizeof(AttentionPush) == 112);
+static_assert(sizeof(AttentionPush) == 120);
 
 struct CombinePush {
   uint64_t partials, dst;

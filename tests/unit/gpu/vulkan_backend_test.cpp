@@ -427,6 +427,37 @@ void check_dense_and_e_model(const TempDir& dir, std::shared_ptr<const Model> de
   }
 }
 
+// A decoded token's attention inputs are formed inside the attention kernel (attention_rows.comp),
+// a batch's by attention_inputs.comp: two tokens decoded one at a time leave the KV rows that the
+// same two tokens written as one batch leave, bit for bit, and the same logits.
+void expect_decoded_inputs_equal_the_batch_kernels(const std::shared_ptr<const Model>& model) {
+  VULKAN_BACKEND_OR_SKIP(decoding, model);
+  VULKAN_BACKEND_OR_SKIP(batching, model);
+  const auto prompt = random_tokens(20, model->config().n_vocab, 21);
+  const auto next = random_tokens(2, model->config().n_vocab, 22);
+  StreamContext one_by_one(*decoding, model->config());
+  StreamContext as_batch(*batching, model->config());
+  Logits a, b;
+  one_by_one.append(prompt, LogitsWanted::None, a);
+  as_batch.append(prompt, LogitsWanted::None, b);
+  for (int32_t token : next) one_by_one.append(std::span<const int32_t>(&token, 1), LogitsWanted::Last, a);
+  as_batch.append(next, LogitsWanted::Last, b);
+  const std::vector<uint32_t> written = {20, 21};
+  KvBlob decoded, batched;
+  decoding->read_kv(written, decoded);
+  batching->read_kv(written, batched);
+  ASSERT_FALSE(decoded.layers.empty());
+  EXPECT_EQ(decoded, batched);
+  EXPECT_EQ(a.values, b.values);
+}
+
+// Gemma 4 (V-norm, V = K layers) and an E-model (KV-shared layers form queries only).
+TEST(VulkanBackend, DecodedTokensWriteTheKvOfABatch) {
+  TempDir dir;
+  check_dense_and_e_model(dir, small_model(dir, ModelArch::Gemma4, GgmlType::Q8_0), kEGeometries[0],
+                          expect_decoded_inputs_equal_the_batch_kernels);
+}
+
 void expect_rotated_keys_match_the_cpu(const std::shared_ptr<const Model>& model) {
   VULKAN_BACKEND_OR_SKIP(gpu, model);
   cpu::CpuBackend cpu(model, 2);

@@ -27,6 +27,14 @@
 //   3. every invocation runs the online softmax over the batch's keys in order for its own
 //      pairs of output dims, reading the values from shared memory.
 // Workgroup index = t * n_head + h (scheme 1: (h, chunk) = (index / n_chunks, index % n_chunks)).
+//
+// Decode (one token, p.inputs != 0) forms the token's own attention inputs here, as
+// attention_inputs.comp would (head_inputs.glsl), instead of waiting for that dispatch and its
+// barrier: each workgroup norms, rotates and scales its query head from the projection, and on a
+// layer that writes KV also forms the token's key and value for its KV head, uses them from shared
+// memory wherever the view lists the token's own slot, and (the first query head of each KV head,
+// first chunk) writes them to the cache for the steps after. Workgroups that read that slot never
+// read the cache there, so none waits for the write.
 // 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
 // 0 MAX_HEAD_DIM (even).
 #extension GL_EXT_control_flow_attributes : require
@@ -38,6 +46,11 @@ layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
 #define QUANTIZE_CAPACITY MAX_HEAD_DIM
 #include "quantize_workgroup.glsl"
+const uint MAX_SUBGROUPS = 32;  // 128 invocations over the smallest subgroups device_info.cpp allows (4)
+#include "reduce.glsl"
+#define HEAD_MIN_WORKGROUP 128u
+#include "head_inputs.glsl"
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer AttentionInputsPtr { AttentionInputs v; };
 
 const uint kBatch = 16;        // keys per batch
 const uint kSlotSums = 64;     // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
@@ -49,6 +62,12 @@ shared float query[MAX_HEAD_DIM];
 shared float slot_sums[kBatch * kSlotSums];
 shared float batch_scores[kBatch];
 shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 2i + 1 in word i
+// Decode: the token's own slot (kNoSlot when its inputs were formed before), key (f16 values) and
+// value (f16 pairs).
+const uint kNoSlot = 0xffffffffu;
+uint own_slot = kNoSlot;
+shared float own_key[MAX_HEAD_DIM];
+shared uint own_value[MAX_HEAD_DIM / 2u];
 
 uint list_index(int cell) { return uint(clamp(cell - step.first_cell, 0, int(step.n_view))); }
 
@@ -61,7 +80,8 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
     const uint k = i / pairs, w = i % pairs;
     uint slot;
     if (visible_key(j0 + k, position, min_position, slot)) {
-      batch_values[k * (MAX_HEAD_DIM / 2u) + w] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
+      batch_values[k * (MAX_HEAD_DIM / 2u) + w] =
+          slot == own_slot ? own_value[w] : U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
     }
   }
   // Group g of 64 invocations takes keys g, g + kGroups, ...: each invocation forms partial sum s
@@ -70,19 +90,20 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
   const uint whole = dim & ~63u;
   const uint group = lane / kSlotSums, s = lane % kSlotSums;
   uint64_t keys[kKeysPerGroup];
-  bool visible[kKeysPerGroup];
+  bool visible[kKeysPerGroup], own[kKeysPerGroup];
   float acc[kKeysPerGroup];
   [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
     const uint k = group + m * kGroups;
     uint slot = 0u;
     visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
+    own[m] = slot == own_slot;
     keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
     acc[m] = 0.0;
   }
   for (uint i = 0; i < whole; i += 64u) {
     float key_values[kKeysPerGroup];
     [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
-      key_values[m] = visible[m] ? float(F16Ptr(keys[m]).v[i + s]) : 0.0;
+      key_values[m] = !visible[m] ? 0.0 : (own[m] ? own_key[i + s] : float(F16Ptr(keys[m]).v[i + s]));
     }
     [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[i + s], key_values[m], acc[m]);
   }
@@ -104,7 +125,7 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
       double sum = double(reduce16(lanes));
       F16Ptr key = F16Ptr(p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u);
       for (uint i = whole; i < dim; ++i) {
-        precise float product = query[i] * float(key.v[i]);
+        precise float product = query[i] * (slot == own_slot ? own_key[i] : float(key.v[i]));
         sum += double(product);
       }
       score = float(sum);
@@ -141,6 +162,38 @@ void accumulate_batch(uint n, inout float m, inout float s, inout vec2 acc[kMaxP
   barrier();  // before the next batch overwrites the shared scores and values
 }
 
+// Decode: the token's query (normed, rotated, scaled, rounded to f16 as the one-row scheme reads
+// it) into `query`; on a layer that writes KV, its key and value for kv_head into own_key and
+// own_value, written to the cache too by the first query head of each KV head in its first chunk
+// (`writer`), with the bits attention_inputs.comp writes.
+void form_own_inputs(const AttentionInputs in_, uint64_t query_head, uint h, uint kv_head, bool first_chunk) {
+  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
+  const uint half_rot = in_.n_rot / 2u;
+  prepare_head(query_head, in_.q_norm, true, half_rot, in_.rope, dim, in_.eps);
+  for (uint d = lane; d < dim; d += stride) {
+    query[d] = round_to_f16(in_.query_scale == 1.0 ? head[d] : head[d] * in_.query_scale);
+  }
+  if (in_.n_head_kv == 0u) return;  // a KV-shared layer: its source layer wrote this token's KV
+  own_slot = U32Ptr(in_.slots).v[0];
+  const uint64_t row = uint64_t(kv_row_offset(own_slot, kv_head)) * 2u;
+  const bool writer = first_chunk && h % (p.n_head / p.n_head_kv) == 0u;
+  const uint64_t kv_head_offset = uint64_t(kv_head) * dim * 4u;
+  barrier();  // `head` is taken again
+  prepare_head(in_.k + kv_head_offset, in_.k_norm, true, half_rot, in_.rope, dim, in_.eps);
+  for (uint d = lane; d < dim; d += stride) {
+    const uint bits = f32_to_f16_bits(head[d]);
+    own_key[d] = f16_bits_to_f32(bits);
+    if (writer) U16Ptr(p.k_cache + row).v[d] = uint16_t(bits);
+  }
+  barrier();
+  prepare_head(in_.v + kv_head_offset, 0ul, in_.v_norm != 0u, 0u, in_.rope, dim, in_.eps);
+  for (uint w = lane; w < dim / 2u; w += stride) {
+    const uint bits = f32_to_f16_bits(head[2u * w]) | (f32_to_f16_bits(head[2u * w + 1u]) << 16u);
+    own_value[w] = bits;
+    if (writer) U32Ptr(p.v_cache + row).v[w] = bits;
+  }
+}
+
 void main() {
   load_attention_step();
   const bool split = step.scheme == 1u;
@@ -157,8 +210,13 @@ void main() {
   const int position = I32Ptr(p.positions).v[t];
   const int min_position = min_visible_position(position);
 
-  F32Ptr q = F32Ptr(p.q + (uint64_t(t) * p.n_head * dim + h * dim) * 4u);
-  for (uint d = lane; d < dim; d += stride) query[d] = round_to_f16(q.v[d]);
+  const uint64_t query_head = p.q + (uint64_t(t) * p.n_head * dim + h * dim) * 4u;
+  if (p.inputs != 0ul) {
+    form_own_inputs(AttentionInputsPtr(p.inputs).v, query_head, h, kv_head, chunk == 0u);
+  } else {
+    F32Ptr q = F32Ptr(query_head);
+    for (uint d = lane; d < dim; d += stride) query[d] = round_to_f16(q.v[d]);
+  }
   barrier();
 
   float m = kMinusInfinity, s = 0.0;
