@@ -52,6 +52,18 @@ class SessionAllocations : public ::testing::Test {
     special_ = SpecialTokens::find(*tokenizer_, ModelArch::Gemma4);
   }
 
+  static void append_ids(std::vector<int32_t>& script, int32_t first, int count) {
+    for (int32_t id = first; id < first + count; ++id) script.push_back(id);
+  }
+
+  // A session on the CPU backend over a model that writes `script`.
+  Session& start_session(const std::vector<int32_t>& script, const SessionConfig& config) {
+    model_ = scripted_model(script);
+    backend_.emplace(model_, 2);
+    session_.emplace(model_, *backend_, config);
+    return *session_;
+  }
+
   std::shared_ptr<const Model> scripted_model(const std::vector<int32_t>& script) {
     SynthOptions o = default_synth_options(ModelArch::Gemma4);
     o.n_layer = 2;
@@ -79,19 +91,20 @@ class SessionAllocations : public ::testing::Test {
   std::optional<Tokenizer> tokenizer_;
   SpecialTokens special_;
   testing::TempDir dir_;
+  std::shared_ptr<const Model> model_;
+  std::optional<cpu::CpuBackend> backend_;
+  std::optional<Session> session_;
 };
 
 TEST_F(SessionAllocations, NoneBetweenDecodedTokensExceptAtEpisodeCommits) {
   // A scripted burst of 200 ordinary tokens: three full episodes and a part one.
   std::vector<int32_t> script = {special_.channel_close};
   constexpr int kDecoded = 200;
-  for (int32_t id = 10000; id < 10000 + kDecoded; ++id) script.push_back(id);
+  append_ids(script, 10000, kDecoded);
   script.push_back(special_.turn_close);
-  const auto model = scripted_model(script);
-  cpu::CpuBackend backend(model, 2);
   SessionConfig config;
   config.max_tokens = 400;
-  Session session(model, backend, config);
+  Session& session = start_session(script, config);
 
   AllocationsPerToken events(session);
   session.input_text("Hi", 0, events);
@@ -109,16 +122,14 @@ TEST_F(SessionAllocations, NoneBetweenThoughtAndAnswerTokensExceptAtEpisodeCommi
   // The raw prompt ends with <|channel>; the model goes on with "thought\n" (the header).
   std::vector<int32_t> script = {special_.channel_open, tokenizer_->find_token("thought"), special_.newline};
   constexpr int kThought = 100, kAnswer = 100;
-  for (int32_t id = 10000; id < 10000 + kThought; ++id) script.push_back(id);
+  append_ids(script, 10000, kThought);
   script.push_back(special_.channel_close);
-  for (int32_t id = 20000; id < 20000 + kAnswer; ++id) script.push_back(id);
+  append_ids(script, 20000, kAnswer);
   script.push_back(special_.turn_close);
-  const auto model = scripted_model(script);
-  cpu::CpuBackend backend(model, 2);
   SessionConfig config;
   config.max_tokens = 400;
   config.thinking_budget = 400;  // no bridge: the model closes its thought itself
-  Session session(model, backend, config);
+  Session& session = start_session(script, config);
 
   AllocationsPerToken events(session);
   session.input_text("<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>", kInputFlagRaw | kInputFlagReason, events);
