@@ -78,9 +78,10 @@ struct AttentionStepParams {
   uint32_t n_chunks, chunk_cells;
   uint32_t attention_groups[3];
   uint32_t combine_groups[3];
-  uint32_t pad;
+  uint32_t own_index;  // one token: where the view lists its own slot (kNotListed: nowhere, or a batch)
 };
 static_assert(sizeof(AttentionStepParams) == 48);
+constexpr uint32_t kNotListed = 0xffffffffu;
 
 struct GegluPush {
   uint64_t gate, up, dst, gelu_table;

@@ -504,20 +504,25 @@ VulkanBackend::AttentionSplit VulkanBackend::write_step_inputs(const Batch& batc
       }
     }
   }
-  const AttentionSplit split = write_attention_steps(view, step.n_tokens);
+  const AttentionSplit split = write_attention_steps(view, batch.slots[step.first], step.n_tokens);
   if (model_->config().has_per_layer_embeddings()) write_per_layer_token_rows(batch, step);
   return split;
 }
 
-VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t n_tokens) {
+VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t first_slot,
+                                                                   uint32_t n_tokens) {
   struct ListedView {
     uint32_t count = 0;
     int32_t first_cell = 0;
+    uint32_t first_token_index = kNotListed;  // where the list holds the step's first token's slot
   };
-  const auto write_view = [this](const kv::SlotRuns& runs, Buffer& buffer) {
+  const auto write_view = [&](const kv::SlotRuns& runs, Buffer& buffer) {
     auto* out = reinterpret_cast<uint32_t*>(buffer.mapped());
     ListedView listed;
-    runs.for_each([&](uint32_t slot) { out[listed.count++] = slot; });
+    runs.for_each([&](uint32_t slot) {
+      if (slot == first_slot) listed.first_token_index = listed.count;
+      out[listed.count++] = slot;
+    });
     // On a fresh stream a key's llama.cpp KV cell is its position (as the CPU backend assumes).
     listed.first_cell = listed.count == 0 ? 0 : std::max(0, slot_position_[out[0]]);
     return listed;
@@ -539,7 +544,8 @@ VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const Attenti
     const ListedView& listed = lc.sliding ? sliding : global;
     const AttentionScheme a = attention_scheme(n_tokens, lc.head_dim, listed.count, listed.first_cell, split_kv_chunk_keys_);
     AttentionStepParams& p = steps[il];
-    p = AttentionStepParams{listed.count, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}, {}, 0};
+    p = AttentionStepParams{listed.count, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}, {},
+                            n_tokens == 1 ? listed.first_token_index : kNotListed};
     // Tiled: a workgroup per (block of tiled_attention_tokens_ tokens, head); split-KV: per (head,
     // chunk), then the chunks merged per head; one-row: per (token, head).
     const bool split = a.scheme == 1;

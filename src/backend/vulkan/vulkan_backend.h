@@ -112,7 +112,7 @@ class VulkanBackend final : public Backend {
                     std::span<const int32_t> candidates, Logits& out);
   AttentionSplit write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step);
   // Each layer's AttentionStepParams for this step's views.
-  AttentionSplit write_attention_steps(const AttentionView& view, uint32_t n_tokens);
+  AttentionSplit write_attention_steps(const AttentionView& view, uint32_t first_slot, uint32_t n_tokens);
   void write_per_layer_token_rows(const Batch& batch, const Step& step);
   // The pass for `shape`: one of the last kMaxRecordedPasses, or one to be recorded as it runs.
   RecordedPass& pass_for(const PassShape& shape);

@@ -31,10 +31,11 @@
 // Decode (one token, p.inputs != 0) forms the token's own attention inputs here, as
 // attention_inputs.comp would (head_inputs.glsl), instead of waiting for that dispatch and its
 // barrier: each workgroup norms, rotates and scales its query head from the projection, and on a
-// layer that writes KV also forms the token's key and value for its KV head, uses them from shared
-// memory wherever the view lists the token's own slot, and (the first query head of each KV head,
-// first chunk) writes them to the cache for the steps after. Workgroups that read that slot never
-// read the cache there, so none waits for the write.
+// layer that writes KV the workgroups whose keys include the token's own slot (step.own_index,
+// found by the host) also form the token's key and value for their KV head and use them from
+// shared memory there; the first query head of each KV head among them writes them to the cache
+// for the steps after. Workgroups that read that slot never read the cache there, so none waits
+// for the write.
 // 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
 // 0 MAX_HEAD_DIM (even).
 #extension GL_EXT_control_flow_attributes : require
@@ -164,19 +165,20 @@ void accumulate_batch(uint n, inout float m, inout float s, inout vec2 acc[kMaxP
 
 // Decode: the token's query (normed, rotated, scaled, rounded to f16 as the one-row scheme reads
 // it) into `query`; on a layer that writes KV, its key and value for kv_head into own_key and
-// own_value, written to the cache too by the first query head of each KV head in its first chunk
-// (`writer`), with the bits attention_inputs.comp writes.
-void form_own_inputs(const AttentionInputs in_, uint64_t query_head, uint h, uint kv_head, bool first_chunk) {
+// own_value when `lists_own` (its keys include the token's slot), written to the cache too by the
+// first query head of each KV head (`writer`), with the bits attention_inputs.comp writes.
+void form_own_inputs(const AttentionInputs in_, uint64_t query_head, uint h, uint kv_head, bool lists_own) {
   const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
   const uint half_rot = in_.n_rot / 2u;
   prepare_head(query_head, in_.q_norm, true, half_rot, in_.rope, dim, in_.eps);
   for (uint d = lane; d < dim; d += stride) {
     query[d] = round_to_f16(in_.query_scale == 1.0 ? head[d] : head[d] * in_.query_scale);
   }
-  if (in_.n_head_kv == 0u) return;  // a KV-shared layer: its source layer wrote this token's KV
+  // A KV-shared layer's source layer wrote this token's KV; other chunks do not list it.
+  if (in_.n_head_kv == 0u || !lists_own) return;
   own_slot = U32Ptr(in_.slots).v[0];
   const uint64_t row = uint64_t(kv_row_offset(own_slot, kv_head)) * 2u;
-  const bool writer = first_chunk && h % (p.n_head / p.n_head_kv) == 0u;
+  const bool writer = h % (p.n_head / p.n_head_kv) == 0u;
   const uint64_t kv_head_offset = uint64_t(kv_head) * dim * 4u;
   barrier();  // `head` is taken again
   prepare_head(in_.k + kv_head_offset, in_.k_norm, true, half_rot, in_.rope, dim, in_.eps);
@@ -212,7 +214,9 @@ void main() {
 
   const uint64_t query_head = p.q + (uint64_t(t) * p.n_head * dim + h * dim) * 4u;
   if (p.inputs != 0ul) {
-    form_own_inputs(AttentionInputsPtr(p.inputs).v, query_head, h, kv_head, chunk == 0u);
+    // (A token its view does not list still has its KV written, by the first chunk.)
+    const bool lists_own = step.own_index == 0xffffffffu ? chunk == 0u : step.own_index >= begin && step.own_index < end;
+    form_own_inputs(AttentionInputsPtr(p.inputs).v, query_head, h, kv_head, lists_own);
   } else {
     F32Ptr q = F32Ptr(query_head);
     for (uint d = lane; d < dim; d += stride) query[d] = round_to_f16(q.v[d]);
