@@ -18,6 +18,18 @@ inline constexpr size_t kMaxLiveSpans = kPhysicalSlots + 1;
 class SpanQueue {
  public:
   explicit SpanQueue(size_t capacity) { spans_.reserve(capacity); }
+  // A copy holds the live spans in storage of the original's capacity (a plain vector copy would
+  // reserve only their count, and the copy's next span would allocate).
+  SpanQueue(const SpanQueue& other) : SpanQueue(other.spans_.capacity()) { spans_.assign(other.begin(), other.end()); }
+  SpanQueue& operator=(const SpanQueue& other) {
+    if (this != &other) {
+      spans_.reserve(other.spans_.capacity());
+      assign(other.begin(), other.end());
+    }
+    return *this;
+  }
+  SpanQueue(SpanQueue&&) noexcept = default;
+  SpanQueue& operator=(SpanQueue&&) noexcept = default;
 
   bool empty() const { return head_ == spans_.size(); }
   size_t size() const { return spans_.size() - head_; }

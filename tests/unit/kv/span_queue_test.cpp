@@ -56,5 +56,27 @@ TEST(SpanQueue, ReusesPoppedRoomWithinItsCapacity) {
   EXPECT_TRUE(queue.empty());
 }
 
+// A copy (the ring state a step saves for its undo, a snapshot's ring) holds the live spans only,
+// and takes spans up to the original's capacity without moving its storage.
+TEST(SpanQueue, CopiesKeepTheLiveSpansAndTheCapacity) {
+  SpanQueue queue(5);
+  for (int64_t c = 0; c < 4; ++c) queue.push_back(span_at(c));
+  queue.pop_front();
+  const auto expect_live_spans_and_room = [](SpanQueue& copy) {
+    ASSERT_EQ(copy.size(), 3u);
+    EXPECT_EQ(copy.front().start_clock, 1);
+    const Span* storage = &copy.front();
+    copy.push_back(span_at(4));
+    copy.push_back(span_at(5));  // 5 live spans: the capacity, in the same storage
+    EXPECT_EQ(&copy.front(), storage);
+    EXPECT_EQ(copy.back().start_clock, 5);
+  };
+  SpanQueue constructed(queue);
+  expect_live_spans_and_room(constructed);
+  SpanQueue assigned(1);
+  assigned = queue;
+  expect_live_spans_and_room(assigned);
+}
+
 }  // namespace
 }  // namespace channel::kv
