@@ -12,10 +12,11 @@
 # GPU_TESTS=PATTERN runs only the tests that gtest filter names. MATVEC_SHAPES="T,R,SR,B,S ..."
 # first times those matrix-vector shapes on the model's matrices (channel_vulkan_matvec_bench).
 # RING_PROFILE="default NAME=VALUE ..." last profiles the new binary's ring-full decode once per
-# variant (CHANNEL_VULKAN_PROFILE=1; "default" for no setting) and prints its attention stages.
+# variant (CHANNEL_VULKAN_PROFILE=1; "default" for no setting) and prints its attention stages;
+# PROFILE_BINARIES="channel_base channel" profiles each of these binaries the same way.
 # Each run's table lines (prefill, decode, probe, snapshot) and its warm-up figures (a shape's
 # first run: the prefill warm-up records its pass) are kept.
-# usage: [ROUNDS=2] [BINARIES=...] [GPU_TESTS=1] [VARIANTS=...] [RING_PROFILE=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
+# usage: [ROUNDS=2] [BINARIES=...] [GPU_TESTS=1] [VARIANTS=...] [RING_PROFILE=...] [PROFILE_BINARIES=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
@@ -46,10 +47,17 @@ for round in $(seq "${ROUNDS:-2}"); do
     grep "warm-up" /tmp/ab-err.txt | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
   done
 done
+# A ring-full profile of one binary with one setting ("" for none), saved under LABEL.
+ring_profile() {  # binary setting label
+  echo "== ring-full profile: $1 ${2:-(defaults)}"
+  env $2 CHANNEL_VULKAN_PROFILE=1 timeout 180 "$R/.devrun/$1" bench --gpu -m /tmp/ab-model.gguf -p 16 \
+    -n 32 -r 1 2>&1 | grep -A60 "vulkan profile" | tee "$OUT/ring-profile-$3.txt" |
+    grep -E "profile|attention|qk norm|^decode"
+}
 for variant in ${RING_PROFILE:-}; do
-  echo "== ring-full profile: channel with $variant"
   setting=${variant/#default/}
-  env ${setting//+/ } CHANNEL_VULKAN_PROFILE=1 timeout 180 "$R/.devrun/channel" bench --gpu -m /tmp/ab-model.gguf -p 16 \
-    -n 32 -r 1 2>&1 | grep -A60 "vulkan profile" | tee "$OUT/ring-profile-${variant//[^A-Za-z0-9_]/_}.txt" |
-    grep -E "profile|attention|^decode"
+  ring_profile channel "${setting//+/ }" "${variant//[^A-Za-z0-9_]/_}"
+done
+for binary in ${PROFILE_BINARIES:-}; do
+  ring_profile "$binary" "" "$binary"
 done

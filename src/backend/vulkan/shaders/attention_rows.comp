@@ -63,12 +63,17 @@ shared float query[MAX_HEAD_DIM];
 shared float slot_sums[kBatch * kSlotSums];
 shared float batch_scores[kBatch];
 shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 2i + 1 in word i
-// Decode: the token's own slot (kNoSlot when its inputs were formed before), key (f16 values) and
-// value (f16 pairs).
+// Decode: the token's own slot (kNoSlot when its inputs were formed before or its keys are in
+// another chunk), key (f16 values), value (f16 pairs) and the 64 partial sums of its score.
 const uint kNoSlot = 0xffffffffu;
 uint own_slot = kNoSlot;
 shared float own_key[MAX_HEAD_DIM];
 shared uint own_value[MAX_HEAD_DIM / 2u];
+shared float own_sums[kSlotSums];
+
+// Partial sum j of listed key k's score: the token's own key's from own_sums, since the cache
+// row the step 1 loop read for it may not be written yet.
+float partial_sum(bool own, uint k, uint j) { return own ? own_sums[j] : slot_sums[k * kSlotSums + j]; }
 
 uint list_index(int cell) { return uint(clamp(cell - step.first_cell, 0, int(step.n_view))); }
 
@@ -81,30 +86,31 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
     const uint k = i / pairs, w = i % pairs;
     uint slot;
     if (visible_key(j0 + k, position, min_position, slot)) {
-      batch_values[k * (MAX_HEAD_DIM / 2u) + w] =
-          slot == own_slot ? own_value[w] : U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
+      const uint cached = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
+      batch_values[k * (MAX_HEAD_DIM / 2u) + w] = slot == own_slot ? own_value[w] : cached;
     }
   }
   // Group g of 64 invocations takes keys g, g + kGroups, ...: each invocation forms partial sum s
   // (accumulator s / 16, lane s % 16: elements i + s of each step i) of all its keys at once, so
-  // that the loads of every key are in flight together.
+  // that the loads of every key are in flight together. (The token's own key is read here too,
+  // from a cache row that may not be written yet; step 2 takes its sums from own_sums instead, so
+  // that this loop stays the same for every key.)
   const uint whole = dim & ~63u;
   const uint group = lane / kSlotSums, s = lane % kSlotSums;
   uint64_t keys[kKeysPerGroup];
-  bool visible[kKeysPerGroup], own[kKeysPerGroup];
+  bool visible[kKeysPerGroup];
   float acc[kKeysPerGroup];
   [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
     const uint k = group + m * kGroups;
     uint slot = 0u;
     visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
-    own[m] = slot == own_slot;
     keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
     acc[m] = 0.0;
   }
   for (uint i = 0; i < whole; i += 64u) {
     float key_values[kKeysPerGroup];
     [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
-      key_values[m] = !visible[m] ? 0.0 : (own[m] ? own_key[i + s] : float(F16Ptr(keys[m]).v[i + s]));
+      key_values[m] = visible[m] ? float(F16Ptr(keys[m]).v[i + s]) : 0.0;
     }
     [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[i + s], key_values[m], acc[m]);
   }
@@ -117,16 +123,17 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
     uint slot;
     float score = kMinusInfinity;
     if (visible_key(j0 + k, position, min_position, slot)) {
+      const bool own = slot == own_slot;
       float lanes[16];
       for (uint l = 0; l < 16; ++l) {
-        const uint base = k * kSlotSums + l;
-        precise float sum = (slot_sums[base] + slot_sums[base + 32u]) + (slot_sums[base + 16u] + slot_sums[base + 48u]);
+        precise float sum = (partial_sum(own, k, l) + partial_sum(own, k, l + 32u)) +
+                            (partial_sum(own, k, l + 16u) + partial_sum(own, k, l + 48u));
         lanes[l] = sum;
       }
       double sum = double(reduce16(lanes));
       F16Ptr key = F16Ptr(p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u);
       for (uint i = whole; i < dim; ++i) {
-        precise float product = query[i] * (slot == own_slot ? own_key[i] : float(key.v[i]));
+        precise float product = query[i] * (own ? own_key[i] : float(key.v[i]));
         sum += double(product);
       }
       score = float(sum);
@@ -196,6 +203,16 @@ void form_own_inputs(const AttentionInputs in_, uint64_t query_head, uint h, uin
   }
 }
 
+// own_sums: the own key's partial sums as step 1 forms every key's (invocation s: elements i + s of
+// each step i of 64, in order).
+void form_own_partial_sums() {
+  const uint s = gl_LocalInvocationID.x;
+  if (s >= kSlotSums) return;
+  float acc = 0.0;
+  for (uint i = 0; i < (p.head_dim & ~63u); i += 64u) acc = fma(query[i + s], own_key[i + s], acc);
+  own_sums[s] = acc;
+}
+
 void main() {
   load_attention_step();
   const bool split = step.scheme == 1u;
@@ -217,6 +234,10 @@ void main() {
     // (A token its view does not list still has its KV written, by the first chunk.)
     const bool lists_own = step.own_index == 0xffffffffu ? chunk == 0u : step.own_index >= begin && step.own_index < end;
     form_own_inputs(AttentionInputsPtr(p.inputs).v, query_head, h, kv_head, lists_own);
+    if (own_slot != kNoSlot) {  // uniform: the same in the whole workgroup
+      barrier();  // the query and own_key in place
+      form_own_partial_sums();
+    }
   } else {
     F32Ptr q = F32Ptr(query_head);
     for (uint d = lane; d < dim; d += stride) query[d] = round_to_f16(q.v[d]);
