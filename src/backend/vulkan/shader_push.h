@@ -54,9 +54,8 @@ struct AttentionPush {
   uint64_t step;  // the layer's AttentionStepParams
   uint64_t partials;
   uint64_t out_q, out_d;  // 0, or wo's Q8_0 activations (written instead of dst)
-  uint64_t inputs;        // attention_rows, one token: its InputsPush (then q is the projection), or 0
 };
-static_assert(sizeof(AttentionPush) == 120);
+static_assert(sizeof(AttentionPush) == 112);
 
 struct CombinePush {
   uint64_t partials, dst;
@@ -78,10 +77,9 @@ struct AttentionStepParams {
   uint32_t n_chunks, chunk_cells;
   uint32_t attention_groups[3];
   uint32_t combine_groups[3];
-  uint32_t own_index;  // one token: where the view lists its own slot (kNotListed: nowhere, or a batch)
+  uint32_t pad;
 };
 static_assert(sizeof(AttentionStepParams) == 48);
-constexpr uint32_t kNotListed = 0xffffffffu;
 
 struct GegluPush {
   uint64_t gate, up, dst, gelu_table;

@@ -387,36 +387,6 @@ void VulkanBackend::allocate_state() {
   rotate_cos_sin_ = upload(uint64_t{kv::kTotalSlots} * rope_sets_.size() * std::max(1, max_rot / 2) * 8);
   kv_rows_ = Buffer(*device_, uint64_t{kv::kTotalSlots} * max_kv_width * 2, MemoryUse::kReadback);
   kv_row_ids_ = upload(kv::kTotalSlots * 4 * 3);  // slots, moved sources, moved destinations
-
-  decode_inputs_ = upload(uint64_t(config.n_layer) * sizeof(InputsPush));
-  auto* decode_inputs = reinterpret_cast<InputsPush*>(decode_inputs_.mapped());
-  for (int il = 0; il < config.n_layer; ++il) decode_inputs[il] = attention_inputs_push(il, 1);
-}
-
-InputsPush VulkanBackend::attention_inputs_push(int il, uint32_t n_tokens) const {
-  const ModelConfig& config = model_->config();
-  const LayerConfig& lc = config.layers[il];
-  const LayerWeights& w = layers_[il];
-  const LayerCache& cache = cache_[lc.kv_layer];
-  // The heads of keys and values written: none on a KV-shared layer.
-  const uint32_t written_kv_heads = config.owns_kv(il) ? static_cast<uint32_t>(lc.n_head_kv) : 0;
-  return InputsPush{q_.address(),
-                    k_.address(),
-                    w.wv ? v_.address() : k_.address(),
-                    w.q_norm,
-                    w.k_norm,
-                    rope_.address() + rope_set_offset(rope_set_of_layer_[il]),
-                    slots_.address(),
-                    cache.k.address(),
-                    cache.v.address(),
-                    static_cast<uint32_t>(lc.head_dim),
-                    static_cast<uint32_t>(lc.n_head),
-                    written_kv_heads,
-                    static_cast<uint32_t>(lc.n_rot),
-                    config.query_scale,
-                    config.norm_eps,
-                    config.v_norm ? 1u : 0u,
-                    n_tokens};
 }
 
 const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t extra) {
@@ -504,25 +474,20 @@ VulkanBackend::AttentionSplit VulkanBackend::write_step_inputs(const Batch& batc
       }
     }
   }
-  const AttentionSplit split = write_attention_steps(view, batch.slots[step.first], step.n_tokens);
+  const AttentionSplit split = write_attention_steps(view, step.n_tokens);
   if (model_->config().has_per_layer_embeddings()) write_per_layer_token_rows(batch, step);
   return split;
 }
 
-VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t first_slot,
-                                                                   uint32_t n_tokens) {
+VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const AttentionView& view, uint32_t n_tokens) {
   struct ListedView {
     uint32_t count = 0;
     int32_t first_cell = 0;
-    uint32_t first_token_index = kNotListed;  // where the list holds the step's first token's slot
   };
-  const auto write_view = [&](const kv::SlotRuns& runs, Buffer& buffer) {
+  const auto write_view = [this](const kv::SlotRuns& runs, Buffer& buffer) {
     auto* out = reinterpret_cast<uint32_t*>(buffer.mapped());
     ListedView listed;
-    runs.for_each([&](uint32_t slot) {
-      if (slot == first_slot) listed.first_token_index = listed.count;
-      out[listed.count++] = slot;
-    });
+    runs.for_each([&](uint32_t slot) { out[listed.count++] = slot; });
     // On a fresh stream a key's llama.cpp KV cell is its position (as the CPU backend assumes).
     listed.first_cell = listed.count == 0 ? 0 : std::max(0, slot_position_[out[0]]);
     return listed;
@@ -544,8 +509,7 @@ VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const Attenti
     const ListedView& listed = lc.sliding ? sliding : global;
     const AttentionScheme a = attention_scheme(n_tokens, lc.head_dim, listed.count, listed.first_cell, split_kv_chunk_keys_);
     AttentionStepParams& p = steps[il];
-    p = AttentionStepParams{listed.count, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}, {},
-                            n_tokens == 1 ? listed.first_token_index : kNotListed};
+    p = AttentionStepParams{listed.count, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}, {}, 0};
     // Tiled: a workgroup per (block of tiled_attention_tokens_ tokens, head); split-KV: per (head,
     // chunk), then the chunks merged per head; one-row: per (token, head).
     const bool split = a.scheme == 1;
@@ -808,17 +772,30 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
   mark(seq, "qkv");
 
   LayerCache& cache = cache_[lc.kv_layer];
-  // One token: attention_rows.comp forms the token's inputs itself (decode_inputs_), one dependent
-  // dispatch fewer. Otherwise attention_inputs.comp's workgroups are the queries, then the keys
-  // and values it writes (none on a KV-shared layer).
-  const bool inputs_in_attention = n_tokens == 1;
-  if (!inputs_in_attention) {
-    const InputsPush inputs = attention_inputs_push(il, n_tokens);
-    seq.dispatch_groups(pipeline("attention_inputs", kHeadWorkgroup), inputs,
-                        uint64_t{n_tokens} * (lc.n_head + 2 * inputs.n_head_kv));
-    seq.barrier();
-    mark(seq, "qk norm + rope + kv");
-  }
+  // attention_inputs.comp's heads are the queries, then the keys and values it writes: none
+  // on a KV-shared layer.
+  const uint32_t written_kv_heads = writes_kv ? static_cast<uint32_t>(lc.n_head_kv) : 0;
+  const InputsPush inputs{q_.address(),
+                          k_.address(),
+                          w.wv ? v_.address() : k_.address(),
+                          w.q_norm,
+                          w.k_norm,
+                          rope_.address() + rope_set_offset(rope_set_of_layer_[il]),
+                          slots_.address(),
+                          cache.k.address(),
+                          cache.v.address(),
+                          static_cast<uint32_t>(lc.head_dim),
+                          static_cast<uint32_t>(lc.n_head),
+                          written_kv_heads,
+                          static_cast<uint32_t>(lc.n_rot),
+                          config.query_scale,
+                          config.norm_eps,
+                          config.v_norm ? 1u : 0u,
+                          n_tokens};
+  seq.dispatch_groups(pipeline("attention_inputs", kHeadWorkgroup), inputs,
+                      uint64_t{n_tokens} * (lc.n_head + 2 * written_kv_heads));
+  seq.barrier();
+  mark(seq, "qk norm + rope + kv");
 
   // Where a head is whole Q8_0 blocks, the attention kernel writes wo's quantized input itself
   // (one dispatch and barrier fewer per layer); otherwise f32, quantized after it.
@@ -845,8 +822,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
                                 step,
                                 partials_.address(),
                                 quantized_output.values,
-                                quantized_output.scales,
-                                inputs_in_attention ? decode_inputs_.address() + il * sizeof(InputsPush) : 0};
+                                quantized_output.scales};
   const bool tiled = tiled_attention(n_tokens, lc.head_dim);
   seq.dispatch_indirect(pipeline(tiled ? "attention" : "attention_rows"), attention, attention_steps_,
                         step_offset + offsetof(AttentionStepParams, attention_groups));

@@ -29,7 +29,6 @@
 #include "model/model.h"
 
 namespace channel::vulkan {
-struct InputsPush;  // shader_push.h
 
 struct VulkanBackendOptions {
   std::optional<uint32_t> device_index;  // default: the best device (discrete, integrated, ..., CPU)
@@ -112,7 +111,7 @@ class VulkanBackend final : public Backend {
                     std::span<const int32_t> candidates, Logits& out);
   AttentionSplit write_step_inputs(const Batch& batch, const AttentionView& view, const Step& step);
   // Each layer's AttentionStepParams for this step's views.
-  AttentionSplit write_attention_steps(const AttentionView& view, uint32_t first_slot, uint32_t n_tokens);
+  AttentionSplit write_attention_steps(const AttentionView& view, uint32_t n_tokens);
   void write_per_layer_token_rows(const Batch& batch, const Step& step);
   // The pass for `shape`: one of the last kMaxRecordedPasses, or one to be recorded as it runs.
   RecordedPass& pass_for(const PassShape& shape);
@@ -188,8 +187,6 @@ class VulkanBackend final : public Backend {
   void wait_and_collect(ProfiledSequence& sequence);
   VkDeviceAddress vector_address(const std::vector<float>& values) const;
   uint64_t rope_set_offset(int set) const;  // byte offset of a RoPE set's cos/sin in rope_
-  // attention_inputs.comp's parameters for layer il's step of n_tokens.
-  InputsPush attention_inputs_push(int il, uint32_t n_tokens) const;
 
   std::shared_ptr<const Model> model_;
   VulkanBackendOptions options_;
@@ -230,9 +227,6 @@ class VulkanBackend final : public Backend {
   // tokens.
   Buffer tokens_, positions_, slots_, slot_positions_, global_view_, sliding_view_, candidates_, rope_;
   Buffer attention_steps_;  // AttentionStepParams per layer
-  // Per layer, the InputsPush of a one-token step, which attention_rows.comp reads to form a
-  // decoded token's attention inputs itself (written once: its addresses never change).
-  Buffer decode_inputs_;
   Buffer x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, scratch_, logits_;
   Buffer last_hidden_;  // readback of Batch::last_hidden
   // Gemma 4 E-models: the step's per_layer_token_embd rows ([n_tokens][n_layer][width], gathered

@@ -427,12 +427,12 @@ void check_dense_and_e_model(const TempDir& dir, std::shared_ptr<const Model> de
   }
 }
 
-// A decoded token's attention inputs are formed inside the attention kernel (attention_rows.comp),
-// a batch's by attention_inputs.comp: two tokens decoded one at a time leave the KV rows that the
-// same two tokens written as one batch leave, bit for bit, and after a short prompt (one-row
-// attention both ways) the same logits. After a long one the decode steps split the keys into
-// chunks, and only the chunk that lists the token's slot forms and writes its key and value.
-void expect_decoded_inputs_equal_the_batch_kernels(const std::shared_ptr<const Model>& model) {
+// A step's KV rows do not depend on how many tokens it has: two tokens decoded one at a time
+// leave the KV rows (projections of one token, attention_inputs.comp) that the same two tokens
+// written as one batch leave, bit for bit, and after a short prompt (one-row attention both ways)
+// the same logits. After a long one the decode steps split the keys into chunks (split-KV decode
+// attention) while the batch does not; the KV rows still match.
+void expect_decoded_tokens_write_the_kv_of_a_batch(const std::shared_ptr<const Model>& model) {
   for (const int prompt_length : {20, 600}) {
     SCOPED_TRACE(::testing::Message() << "prompt of " << prompt_length);
     VULKAN_BACKEND_OR_SKIP(decoding, model);
@@ -456,11 +456,11 @@ void expect_decoded_inputs_equal_the_batch_kernels(const std::shared_ptr<const M
   }
 }
 
-// Gemma 4 (V-norm, V = K layers) and an E-model (KV-shared layers form queries only).
+// Gemma 4 (V-norm, V = K layers) and an E-model (KV-shared layers write no KV of their own).
 TEST(VulkanBackend, DecodedTokensWriteTheKvOfABatch) {
   TempDir dir;
   check_dense_and_e_model(dir, small_model(dir, ModelArch::Gemma4, GgmlType::Q8_0), kEGeometries[0],
-                          expect_decoded_inputs_equal_the_batch_kernels);
+                          expect_decoded_tokens_write_the_kv_of_a_batch);
 }
 
 void expect_rotated_keys_match_the_cpu(const std::shared_ptr<const Model>& model) {

@@ -27,15 +27,6 @@
 //   3. every invocation runs the online softmax over the batch's keys in order for its own
 //      pairs of output dims, reading the values from shared memory.
 // Workgroup index = t * n_head + h (scheme 1: (h, chunk) = (index / n_chunks, index % n_chunks)).
-//
-// Decode (one token, p.inputs != 0) forms the token's own attention inputs here, as
-// attention_inputs.comp would (head_inputs.glsl), instead of waiting for that dispatch and its
-// barrier: each workgroup norms, rotates and scales its query head from the projection, and on a
-// layer that writes KV the workgroups whose keys include the token's own slot (step.own_index,
-// found by the host) also form the token's key and value for their KV head and use them from
-// shared memory there; the first query head of each KV head among them writes them to the cache
-// for the steps after. Workgroups that read that slot never read the cache there, so none waits
-// for the write.
 // 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
 // 0 MAX_HEAD_DIM (even).
 #extension GL_EXT_control_flow_attributes : require
@@ -47,11 +38,6 @@ layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
 #define QUANTIZE_CAPACITY MAX_HEAD_DIM
 #include "quantize_workgroup.glsl"
-const uint MAX_SUBGROUPS = 32;  // 128 invocations over the smallest subgroups device_info.cpp allows (4)
-#include "reduce.glsl"
-#define HEAD_MIN_WORKGROUP 128u
-#include "head_inputs.glsl"
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer AttentionInputsPtr { AttentionInputs v; };
 
 const uint kBatch = 16;        // keys per batch
 const uint kSlotSums = 64;     // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
@@ -63,17 +49,6 @@ shared float query[MAX_HEAD_DIM];
 shared float slot_sums[kBatch * kSlotSums];
 shared float batch_scores[kBatch];
 shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 2i + 1 in word i
-// Decode: the token's own slot (kNoSlot when its inputs were formed before or its keys are in
-// another chunk), key (f16 values), value (f16 pairs) and the 64 partial sums of its score.
-const uint kNoSlot = 0xffffffffu;
-uint own_slot = kNoSlot;
-shared float own_key[MAX_HEAD_DIM];
-shared uint own_value[MAX_HEAD_DIM / 2u];
-shared float own_sums[kSlotSums];
-
-// Partial sum j of listed key k's score: the token's own key's from own_sums, since the cache
-// row the step 1 loop read for it may not be written yet.
-float partial_sum(bool own, uint k, uint j) { return own ? own_sums[j] : slot_sums[k * kSlotSums + j]; }
 
 uint list_index(int cell) { return uint(clamp(cell - step.first_cell, 0, int(step.n_view))); }
 
@@ -86,15 +61,12 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
     const uint k = i / pairs, w = i % pairs;
     uint slot;
     if (visible_key(j0 + k, position, min_position, slot)) {
-      const uint cached = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
-      batch_values[k * (MAX_HEAD_DIM / 2u) + w] = slot == own_slot ? own_value[w] : cached;
+      batch_values[k * (MAX_HEAD_DIM / 2u) + w] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
     }
   }
   // Group g of 64 invocations takes keys g, g + kGroups, ...: each invocation forms partial sum s
   // (accumulator s / 16, lane s % 16: elements i + s of each step i) of all its keys at once, so
-  // that the loads of every key are in flight together. (The token's own key is read here too,
-  // from a cache row that may not be written yet; step 2 takes its sums from own_sums instead, so
-  // that this loop stays the same for every key.)
+  // that the loads of every key are in flight together.
   const uint whole = dim & ~63u;
   const uint group = lane / kSlotSums, s = lane % kSlotSums;
   uint64_t keys[kKeysPerGroup];
@@ -123,17 +95,16 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
     uint slot;
     float score = kMinusInfinity;
     if (visible_key(j0 + k, position, min_position, slot)) {
-      const bool own = slot == own_slot;
       float lanes[16];
       for (uint l = 0; l < 16; ++l) {
-        precise float sum = (partial_sum(own, k, l) + partial_sum(own, k, l + 32u)) +
-                            (partial_sum(own, k, l + 16u) + partial_sum(own, k, l + 48u));
+        const uint base = k * kSlotSums + l;
+        precise float sum = (slot_sums[base] + slot_sums[base + 32u]) + (slot_sums[base + 16u] + slot_sums[base + 48u]);
         lanes[l] = sum;
       }
       double sum = double(reduce16(lanes));
       F16Ptr key = F16Ptr(p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u);
       for (uint i = whole; i < dim; ++i) {
-        precise float product = query[i] * (own ? own_key[i] : float(key.v[i]));
+        precise float product = query[i] * float(key.v[i]);
         sum += double(product);
       }
       score = float(sum);
@@ -170,49 +141,6 @@ void accumulate_batch(uint n, inout float m, inout float s, inout vec2 acc[kMaxP
   barrier();  // before the next batch overwrites the shared scores and values
 }
 
-// Decode: the token's query (normed, rotated, scaled, rounded to f16 as the one-row scheme reads
-// it) into `query`; on a layer that writes KV, its key and value for kv_head into own_key and
-// own_value when `lists_own` (its keys include the token's slot), written to the cache too by the
-// first query head of each KV head (`writer`), with the bits attention_inputs.comp writes.
-void form_own_inputs(const AttentionInputs in_, uint64_t query_head, uint h, uint kv_head, bool lists_own) {
-  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
-  const uint half_rot = in_.n_rot / 2u;
-  prepare_head(query_head, in_.q_norm, true, half_rot, in_.rope, dim, in_.eps);
-  for (uint d = lane; d < dim; d += stride) {
-    query[d] = round_to_f16(in_.query_scale == 1.0 ? head[d] : head[d] * in_.query_scale);
-  }
-  // A KV-shared layer's source layer wrote this token's KV; other chunks do not list it.
-  if (in_.n_head_kv == 0u || !lists_own) return;
-  own_slot = U32Ptr(in_.slots).v[0];
-  const uint64_t row = uint64_t(kv_row_offset(own_slot, kv_head)) * 2u;
-  const bool writer = h % (p.n_head / p.n_head_kv) == 0u;
-  const uint64_t kv_head_offset = uint64_t(kv_head) * dim * 4u;
-  barrier();  // `head` is taken again
-  prepare_head(in_.k + kv_head_offset, in_.k_norm, true, half_rot, in_.rope, dim, in_.eps);
-  for (uint d = lane; d < dim; d += stride) {
-    const uint bits = f32_to_f16_bits(head[d]);
-    own_key[d] = f16_bits_to_f32(bits);
-    if (writer) U16Ptr(p.k_cache + row).v[d] = uint16_t(bits);
-  }
-  barrier();
-  prepare_head(in_.v + kv_head_offset, 0ul, in_.v_norm != 0u, 0u, in_.rope, dim, in_.eps);
-  for (uint w = lane; w < dim / 2u; w += stride) {
-    const uint bits = f32_to_f16_bits(head[2u * w]) | (f32_to_f16_bits(head[2u * w + 1u]) << 16u);
-    own_value[w] = bits;
-    if (writer) U32Ptr(p.v_cache + row).v[w] = bits;
-  }
-}
-
-// own_sums: the own key's partial sums as step 1 forms every key's (invocation s: elements i + s of
-// each step i of 64, in order).
-void form_own_partial_sums() {
-  const uint s = gl_LocalInvocationID.x;
-  if (s >= kSlotSums) return;
-  float acc = 0.0;
-  for (uint i = 0; i < (p.head_dim & ~63u); i += 64u) acc = fma(query[i + s], own_key[i + s], acc);
-  own_sums[s] = acc;
-}
-
 void main() {
   load_attention_step();
   const bool split = step.scheme == 1u;
@@ -229,19 +157,8 @@ void main() {
   const int position = I32Ptr(p.positions).v[t];
   const int min_position = min_visible_position(position);
 
-  const uint64_t query_head = p.q + (uint64_t(t) * p.n_head * dim + h * dim) * 4u;
-  if (p.inputs != 0ul) {
-    // (A token its view does not list still has its KV written, by the first chunk.)
-    const bool lists_own = step.own_index == 0xffffffffu ? chunk == 0u : step.own_index >= begin && step.own_index < end;
-    form_own_inputs(AttentionInputsPtr(p.inputs).v, query_head, h, kv_head, lists_own);
-    if (own_slot != kNoSlot) {  // uniform: the same in the whole workgroup
-      barrier();  // the query and own_key in place
-      form_own_partial_sums();
-    }
-  } else {
-    F32Ptr q = F32Ptr(query_head);
-    for (uint d = lane; d < dim; d += stride) query[d] = round_to_f16(q.v[d]);
-  }
+  F32Ptr q = F32Ptr(p.q + (uint64_t(t) * p.n_head * dim + h * dim) * 4u);
+  for (uint d = lane; d < dim; d += stride) query[d] = round_to_f16(q.v[d]);
   barrier();
 
   float m = kMinusInfinity, s = 0.0;

@@ -7,7 +7,5 @@ struct AttentionStep {
   uint scheme;       // 0 one-row, 1 split-KV, 2 tiled
   uint n_chunks;     // split-KV: chunks
   uint chunk_cells;  // split-KV: cells (with first_cell 0: listed keys) per chunk
-  uint attention_groups[3], combine_groups[3];  // the host's indirect dispatch sizes
-  uint own_index;    // one token: where the view lists its own slot (0xffffffff: nowhere, or a batch)
 };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer AttentionStepPtr { AttentionStep v; };
