@@ -99,15 +99,16 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
          options.tiled_rows_per_thread, options.tiled_k_blocks, tile_shared, device.info().name,
          device.info().max_compute_shared_memory);
   }
-  const uint64_t coop_shared = 4u * static_cast<uint64_t>(SHARED_COOP_WORDS(
-                                         options.cooperative_k_blocks, options.cooperative_tile_rows, kCoopTileTokens,
-                                         device.int8_matrix_n()));
-  if (device.int8_matrix_n() != 0 &&
-      (options.cooperative_k_blocks == 0 || (options.cooperative_tile_rows != 64 && options.cooperative_tile_rows != 128) ||
-       coop_shared > device.info().max_compute_shared_memory)) {
-    fail("Vulkan: a cooperative-matrix tile of {} rows (64 or 128) and {} blocks per step ({} bytes of shared memory) "
-         "is not possible on {}",
-         options.cooperative_tile_rows, options.cooperative_k_blocks, coop_shared, device.info().name);
+  for (const uint32_t tile_rows : {options.cooperative_tile_rows, options.cooperative_small_batch_tile_rows}) {
+    const uint64_t coop_shared = 4u * static_cast<uint64_t>(SHARED_COOP_WORDS(
+                                           options.cooperative_k_blocks, tile_rows, kCoopTileTokens,
+                                           device.int8_matrix_n()));
+    if (device.int8_matrix_n() != 0 && (options.cooperative_k_blocks == 0 || (tile_rows != 64 && tile_rows != 128) ||
+                                        coop_shared > device.info().max_compute_shared_memory)) {
+      fail("Vulkan: a cooperative-matrix tile of {} rows (64 or 128) and {} blocks per step ({} bytes of shared "
+           "memory) is not possible on {}",
+           tile_rows, options.cooperative_k_blocks, coop_shared, device.info().name);
+    }
   }
 }
 
@@ -144,9 +145,12 @@ const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, int64_t col
   return pipelines_.get("matvec_" + type_suffix(type), specialization);
 }
 
-const ComputePipeline& MatmulKernels::cooperative_pipeline(GgmlType type) {
-  const uint32_t specialization[] = {options_.cooperative_k_blocks, device_.int8_matrix_n(),
-                                     options_.cooperative_tile_rows};
+uint32_t MatmulKernels::cooperative_tile_rows(int64_t n_tokens) const {
+  return n_tokens <= kCoopTileTokens ? options_.cooperative_small_batch_tile_rows : options_.cooperative_tile_rows;
+}
+
+const ComputePipeline& MatmulKernels::cooperative_pipeline(GgmlType type, uint32_t tile_rows) {
+  const uint32_t specialization[] = {options_.cooperative_k_blocks, device_.int8_matrix_n(), tile_rows};
   return pipelines_.get("matmul_coop_" + type_suffix(type), specialization);
 }
 
@@ -280,9 +284,10 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
       fail("Vulkan matmul: no cooperative-matrix kernel for {} weights on {}", ggml_type_traits(w.type).name,
            device_.info().name);
     }
-    const int64_t groups_x = (n_out + options_.cooperative_tile_rows - 1) / options_.cooperative_tile_rows;
+    const uint32_t tile_rows = cooperative_tile_rows(x.n_tokens);
+    const int64_t groups_x = (n_out + tile_rows - 1) / tile_rows;
     const int64_t groups_y = (x.n_tokens + kCoopTileTokens - 1) / kCoopTileTokens;
-    seq.dispatch(cooperative_pipeline(w.type), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
+    seq.dispatch(cooperative_pipeline(w.type, tile_rows), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
     return;
   }
   if (kernel == MatmulKernel::kMatvec) {

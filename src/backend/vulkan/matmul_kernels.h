@@ -79,11 +79,12 @@ class MatmulKernels {
     // every matrix (3840-wide rows too) measured 16.4 us for ffn_down but 152.1-153.1 tok/s
     // against 155.3-157.1 without.
     uint32_t matvec_split = 2;
-    // kAuto: kMatvec up to this many tokens, the matrix kernels above. The matrix-vector kernel
-    // can take 16 tokens a pass (CHANNEL_VULKAN_MATVEC_MAX_TOKENS), but on the H200 (Gemma 3 12B)
-    // pp64 ran at 872 tok/s that way against 1298 with the cooperative kernel above 8 tokens;
-    // pp16 was too noisy to call (244-565 tok/s for the same setting).
-    int64_t matvec_max_tokens = 8;
+    // kAuto: kMatvec up to this many tokens (at most 16: one pass of the kernel), the matrix
+    // kernels above. H100, Gemma 3 12B, `channel bench --gpu -p 16 -n 1 -r 10` in one call: pp16
+    // 670.0 tok/s with 16 against 360.7 with 8 (the cooperative kernel's 16-token products: down
+    // 472 us a layer against 120). On the H200 pp64 ran at 872 tok/s with 64 against 1298 with
+    // the cooperative kernel above 8 tokens.
+    int64_t matvec_max_tokens = 16;
     uint32_t tiled_rows_per_thread = 4;  // matmul.comp TM: a tile of 16 x this many rows (4 or 8)
     uint32_t tiled_k_blocks = 2;         // matmul.comp K_BLOCKS: Q4_0 / Q8_0 blocks per step
     bool cooperative_matrix = true;      // kAuto may pick kCooperative (where the device has it)
@@ -92,6 +93,10 @@ class MatmulKernels {
     // 3178-3182, 8 and 64 3115-3120, 4 and 64 3285-3292.
     uint32_t cooperative_k_blocks = 4;
     uint32_t cooperative_tile_rows = 128;
+    // BM for a batch of one token tile (at most 64 tokens): its grid is one row of tiles, so
+    // smaller tiles keep more of the device busy. H100, Gemma 3 12B, one call: pp64 1893.7 tok/s
+    // with 64-row tiles against 1333.7 with 128.
+    uint32_t cooperative_small_batch_tile_rows = 64;
     // Threads per workgroup of the gated matrix-vector kernel (64 rows a workgroup). On the H100
     // (Gemma 3 12B decode, one call): 256 threads 150.0 / 150.8 tok/s, 1024 (all 64 rows in one
     // pass) 141.3 / 140.7, the separate kernels 148.4 / 149.8.
@@ -159,7 +164,9 @@ class MatmulKernels {
   MatmulPush matmul_push(const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids, int64_t n_out,
                          VkDeviceAddress out, int64_t out_stride) const;
   const ComputePipeline& tiled_pipeline(GgmlType type);
-  const ComputePipeline& cooperative_pipeline(GgmlType type);
+  // matmul_coop.comp's BM for a batch of n_tokens.
+  uint32_t cooperative_tile_rows(int64_t n_tokens) const;
+  const ComputePipeline& cooperative_pipeline(GgmlType type, uint32_t tile_rows);
 
   Device& device_;
   PipelineCache& pipelines_;

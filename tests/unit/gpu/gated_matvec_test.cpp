@@ -257,7 +257,9 @@ TEST_P(VulkanGatedMatvec, EqualsTheSeparateStepsAndIsCloseToTheCpu) {
 // Where the fused kernel does not apply, the backend keeps the separate steps.
 TEST(VulkanGatedMatvec, AppliesOnlyToQuantizedFfnsOfFewTokens) {
   CHANNEL_GPU_CONTEXT(gpu);
-  MatmulKernels kernels(gpu->device, gpu->pipelines);  // matvec_max_tokens 8
+  MatmulKernels::Options options;
+  options.matvec_max_tokens = 8;
+  MatmulKernels kernels(gpu->device, gpu->pipelines, options);
   std::mt19937 rng(5);
   const TestMatrix q4 = random_matrix(GgmlType::Q4_0, 64, 64, rng), q8 = random_matrix(GgmlType::Q8_0, 64, 64, rng);
   const TestMatrix f16 = random_matrix(GgmlType::F16, 64, 64, rng), odd = random_matrix(GgmlType::Q4_0, 48, 64, rng);
