@@ -146,7 +146,8 @@ const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, int64_t col
 }
 
 uint32_t MatmulKernels::cooperative_tile_rows(int64_t n_tokens) const {
-  return n_tokens <= kCoopTileTokens ? options_.cooperative_small_batch_tile_rows : options_.cooperative_tile_rows;
+  return n_tokens <= options_.cooperative_small_batch_tokens ? options_.cooperative_small_batch_tile_rows
+                                                             : options_.cooperative_tile_rows;
 }
 
 const ComputePipeline& MatmulKernels::cooperative_pipeline(GgmlType type, uint32_t tile_rows) {

@@ -93,10 +93,12 @@ class MatmulKernels {
     // 3178-3182, 8 and 64 3115-3120, 4 and 64 3285-3292.
     uint32_t cooperative_k_blocks = 4;
     uint32_t cooperative_tile_rows = 128;
-    // BM for a batch of one token tile (at most 64 tokens): its grid is one row of tiles, so
-    // smaller tiles keep more of the device busy. H100, Gemma 3 12B, one call: pp64 1893.7 tok/s
-    // with 64-row tiles against 1333.7 with 128.
+    // BM for batches of at most cooperative_small_batch_tokens tokens: a grid of few token tiles
+    // leaves much of the device idle with large tiles. H100, Gemma 3 12B, one call (`channel
+    // bench --gpu -n 1 -r 5`), prefill tok/s with 64-row tiles against 128 at every batch size:
+    // pp64 1883.7 / 1330.0, pp128 2897.7 / 2278.5, pp256 3631.5 / 3383.2, pp512 3589.0 / 3938.9.
     uint32_t cooperative_small_batch_tile_rows = 64;
+    int64_t cooperative_small_batch_tokens = 256;
     // Threads per workgroup of the gated matrix-vector kernel (64 rows a workgroup). On the H100
     // (Gemma 3 12B decode, one call): 256 threads 150.0 / 150.8 tok/s, 1024 (all 64 rows in one
     // pass) 141.3 / 140.7, the separate kernels 148.4 / 149.8.

@@ -102,13 +102,14 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
                                      in_range(1, UINT32_MAX))) {
     options.matvec_max_tokens = *tokens;
   }
-  if (const auto coop = env_numbers("CHANNEL_VULKAN_COOPMAT", 1, 3,
-                                    "the blocks per step[,tile rows[,tile rows up to 64 tokens]] (e.g. 4,128,64), "
-                                    "or 0 for no cooperative matrices")) {
+  if (const auto coop = env_numbers("CHANNEL_VULKAN_COOPMAT", 1, 4,
+                                    "the blocks per step[,tile rows[,small batches' tile rows[,their most tokens]]] "
+                                    "(e.g. 4,128,64,256), or 0 for no cooperative matrices")) {
     options.cooperative_matrix = (*coop)[0] != 0;
     if ((*coop)[0] != 0) options.cooperative_k_blocks = (*coop)[0];
     if (coop->size() >= 2) options.cooperative_tile_rows = (*coop)[1];
-    if (coop->size() == 3) options.cooperative_small_batch_tile_rows = (*coop)[2];
+    if (coop->size() >= 3) options.cooperative_small_batch_tile_rows = (*coop)[2];
+    if (coop->size() == 4) options.cooperative_small_batch_tokens = (*coop)[3];
   }
   return options;
 }

@@ -112,6 +112,7 @@ MatmulKernels::Options options_of(const Variant& v) {
     options.tiled_rows_per_thread = 8;
     options.tiled_k_blocks = 3;
     options.cooperative_k_blocks = 3;
+    options.cooperative_small_batch_tokens = 0;  // the large batches' 128-row tiles at every token count
   }
   return options;
 }

@@ -126,13 +126,14 @@ TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
     EXPECT_EQ(o.cooperative_small_batch_tile_rows, MatmulKernels::Options{}.cooperative_small_batch_tile_rows);
   }
   {
-    ScopedEnv coop("CHANNEL_VULKAN_COOPMAT", "2,64,128");
+    ScopedEnv coop("CHANNEL_VULKAN_COOPMAT", "2,64,128,32");
     const MatmulKernels::Options o = matmul_options(gpu);
     EXPECT_EQ(o.cooperative_k_blocks, 2u);
     EXPECT_EQ(o.cooperative_tile_rows, 64u);
     EXPECT_EQ(o.cooperative_small_batch_tile_rows, 128u);
+    EXPECT_EQ(o.cooperative_small_batch_tokens, 32);
   }
-  for (const auto& [name, text] : {std::pair{"CHANNEL_VULKAN_MATMUL", "8"}, std::pair{"CHANNEL_VULKAN_COOPMAT", "4,64,64,1"},
+  for (const auto& [name, text] : {std::pair{"CHANNEL_VULKAN_MATMUL", "8"}, std::pair{"CHANNEL_VULKAN_COOPMAT", "4,64,64,256,1"},
                                    std::pair{"CHANNEL_VULKAN_MATVEC_MAX_TOKENS", "0"},
                                    std::pair{"CHANNEL_VULKAN_GATED_WORKGROUP", "many"},
                                    std::pair{"CHANNEL_VULKAN_MATVEC", "128"}}) {
