@@ -16,8 +16,10 @@
 #      (threads,rows,subgroup_rows; "default" for the built-in one): GB/s per decode matrix.
 #   8. (SUBMIT="1 4 48") decode at depth 0 with each of these --layers-per-submit.
 #   9. (GPU_TESTS=1) the GPU unit tests (tests/unit/gpu: kernels and the backend against the CPU).
+#  10. (PROMPTS="16 64 128") prefill of these smaller batches too, by both engines (channel bench
+#      -n 1 -r 5 each; llama-bench -p 16,64,128 beside its pp512).
 # PEER=0 skips llama.cpp (its build takes most of the call).
-# usage: [PEER=0] [GPU_TESTS=1] [PROFILE=1] [PROBE_PRESET=gemma4-12b] [MATVEC="default 128,8,2"] [SUBMIT="1 4"] bash bench/device/h200-bench.sh [PRESET] [GEN_TOKENS]
+# usage: [PEER=0] [GPU_TESTS=1] [PROFILE=1] [PROBE_PRESET=gemma4-12b] [MATVEC="default 128,8,2"] [SUBMIT="1 4"] [PROMPTS="16 64"] bash bench/device/h200-bench.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
@@ -88,6 +90,9 @@ for lps in ${SUBMIT:-}; do
   timeout 120 "$CH" bench --gpu --layers-per-submit "$lps" -m /tmp/bench-model.gguf -p 64 -n 64 -r 2 --no-full-ring 2>/dev/null |
     grep -E "^decode"
 done
+for p in ${PROMPTS:-}; do
+  timeout 120 "$CH" bench --gpu -m /tmp/bench-model.gguf -p "$p" -n 1 -r 5 --no-full-ring 2>/dev/null | grep -E "^prefill"
+done
 if [ -n "${PROBE_PRESET:-}" ]; then
   echo "== channel bench --gpu on $PROBE_PRESET (probe and snapshot figures)"
   "$CH" model synth --preset "$PROBE_PRESET" --vocab "$VOCAB" --out /tmp/probe-model.gguf 2> /dev/null
@@ -98,7 +103,8 @@ fi
 echo "== llama-bench (CUDA)"
 wait $peer; cat "$OUT/peer-build.txt"
 if [ -x /tmp/peer-build/bin/llama-bench ]; then
-  /tmp/peer-build/bin/llama-bench -m /tmp/bench-model.gguf -ngl 99 -fa 1 -p 512 -n "$GEN" -r 3 2>&1 | tee "$OUT/peer-bench.txt"
+  prompts=$(echo ${PROMPTS:-} 512 | tr ' ' ',')
+  /tmp/peer-build/bin/llama-bench -m /tmp/bench-model.gguf -ngl 99 -fa 1 -p "$prompts" -n "$GEN" -r 3 2>&1 | tee "$OUT/peer-bench.txt"
   /tmp/peer-build/bin/llama-bench -m /tmp/bench-model.gguf -ngl 99 -fa 1 -p 0 -n "$GEN" -d 3968 -r 3 2>&1 | tee -a "$OUT/peer-bench.txt"
 else
   tail -20 "$OUT/peer-ninja.log"
