@@ -61,7 +61,7 @@ struct CombinePush {
   uint64_t partials, dst;
   uint64_t out_q, out_d;  // 0, or wo's Q8_0 activations (written instead of dst)
   uint64_t step;          // the layer's AttentionStepParams
-  uint32_t n_head, head_dim;
+  uint32_t n_rows, head_dim;  // n_rows: the step's tokens x query heads
 };
 static_assert(sizeof(CombinePush) == 48);
 

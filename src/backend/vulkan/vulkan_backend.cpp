@@ -47,16 +47,20 @@ constexpr uint32_t kAttentionWorkgroup = 128;
 // attention_combine.comp: four groups of 64 invocations merge a quarter of the chunks each.
 constexpr uint32_t kCombineWorkgroup = 256;
 
-// The attention scheme of llama.cpp's CPU flash attention, which the CPU backend follows and the
+// The attention schemes of llama.cpp's CPU flash attention, which the CPU backend follows and the
 // attention shaders reproduce (backend/cpu/attention.h): batches of 64+ tokens tiled (head sizes
-// a multiple of 16), single tokens over 512+ padded cells split-KV, else one row. Split-KV chunks
-// are split_kv_chunk_keys listed keys each (tuning.h), one workgroup per (head, chunk): the GPU's
-// parallelism decides them, not llama.cpp's thread count (the CPU backend's chunks), because each
-// chunk's online softmax is a serial chain (~0.75 us a key on the H200). From 512 cells on the
-// partial sums are therefore grouped unlike the CPU backend's; the results stay within the
-// thresholds (VulkanBackend.LongBatchAndSplitKvDecodeMatchTheCpu). H200, ring full: 60.4 -> 90.1
-// tok/s with 64 chunks against the host's 16 (docs/benchmarks.md; measured with 64 chunks of cells);
-// chunks of 32 keys instead of 64 then gave +10% on an H100 (tuning.cpp: the default since).
+// a multiple of 16), single tokens over 512+ padded cells split-KV, else one row. Here every
+// batch of fewer than 64 tokens over 512+ padded cells is split-KV, not only single tokens: a
+// one-row workgroup is a serial chain over every listed key (~0.75 us a key on the H200), so a
+// 7-token probe after 512 tokens took 26.4 ms against 12.0 ms after 16 (H100, gemma4-12b preset),
+// and with the ring full each layer would wait ~3 ms. Split-KV chunks are split_kv_chunk_keys
+// listed keys each (tuning.h; longer where a batch's tokens would need more chunks than the
+// partials hold), one workgroup per (token, head, chunk): the GPU's parallelism decides them, not
+// llama.cpp's thread count (the CPU backend's chunks). From 512 cells on the partial sums are
+// therefore grouped unlike the CPU backend's; the results stay within the thresholds
+// (VulkanBackend.LongBatchAndSplitKvDecodeMatchTheCpu). H200, ring full: 60.4 -> 90.1 tok/s with 64
+// chunks against the host's 16 (docs/benchmarks.md; measured with 64 chunks of cells); chunks of
+// 32 keys instead of 64 then gave +10% on an H100 (tuning.cpp: the default since).
 uint32_t split_kv_max_chunks(uint32_t chunk_keys) { return (kKvSlots + chunk_keys - 1) / chunk_keys; }
 
 struct AttentionScheme {
@@ -68,7 +72,16 @@ struct AttentionScheme {
 // Whether a step's attention is tiled (attention.comp) and whether it may be split-KV: decided by
 // the step's shape alone, so that a recorded pass holds the right kernels for any view.
 bool tiled_attention(uint32_t n_tokens, int head_dim) { return n_tokens >= 64 && head_dim % 16 == 0; }
-bool may_split_attention(uint32_t n_tokens) { return n_tokens == 1; }
+
+// The keys of each split-KV chunk for n_tokens tokens over n_view listed keys: chunk_keys, or
+// more where n_tokens x the chunks would pass the max_chunks partials a head has; 0 where even
+// one chunk a token would.
+uint32_t split_chunk_keys(uint32_t n_tokens, uint32_t n_view, uint32_t chunk_keys, uint32_t max_chunks) {
+  const uint32_t chunks_per_token = max_chunks / n_tokens;
+  if (chunks_per_token == 0) return 0;
+  const uint32_t needed = (n_view + chunks_per_token - 1) / chunks_per_token;
+  return std::max(chunk_keys, (needed + 15) / 16 * 16);  // whole batches of the shader's 16 keys
+}
 
 AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_view, int32_t first_cell,
                                  uint32_t chunk_keys) {
@@ -79,12 +92,14 @@ AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_vie
   const int64_t padded = std::max(kCellPadding, (used + kCellPadding - 1) / kCellPadding * kCellPadding);
   if (tiled_attention(n_tokens, head_dim)) {
     a.scheme = 2;
-  } else if (may_split_attention(n_tokens) && padded >= kSplitKvMinCells) {
+  } else if (padded >= kSplitKvMinCells) {
+    const uint32_t keys = split_chunk_keys(n_tokens, n_view, chunk_keys, split_kv_max_chunks(chunk_keys));
+    if (keys == 0) return a;
     a.scheme = 1;
     // Chunks over the list's positions: the shader's cell c is list index c.
     a.first_cell = 0;
-    a.chunk_cells = chunk_keys;
-    a.n_chunks = (n_view + chunk_keys - 1) / chunk_keys;
+    a.chunk_cells = keys;
+    a.n_chunks = (n_view + keys - 1) / keys;
   }
   return a;
 }
@@ -516,7 +531,7 @@ VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const Attenti
     (lc.sliding ? split_layers.sliding : split_layers.global) |= split;
     set_groups(p.attention_groups, a.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_attention_tokens_)} * lc.n_head
                                                  : uint64_t{n_tokens} * lc.n_head * (split ? a.n_chunks : 1));
-    set_groups(p.combine_groups, split ? static_cast<uint64_t>(lc.n_head) : 0);
+    set_groups(p.combine_groups, split ? uint64_t{n_tokens} * lc.n_head : 0);
   }
   return split_layers;
 }
@@ -837,7 +852,7 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
                               quantized_output.values,
                               quantized_output.scales,
                               step,
-                              static_cast<uint32_t>(lc.n_head),
+                              n_tokens * static_cast<uint32_t>(lc.n_head),
                               static_cast<uint32_t>(lc.head_dim)};
     seq.dispatch_indirect(pipeline("attention_combine"), combine, attention_steps_,
                           step_offset + offsetof(AttentionStepParams, combine_groups));

@@ -389,6 +389,22 @@ TEST(VulkanBackend, LongBatchAndSplitKvDecodeMatchTheCpu) {
     ASSERT_TRUE(cpu.forward(step, decode_view, LogitsWanted::Last, {}, b));
     std::printf("[ %s ] split-KV decode: rel L2 %.3g\n", c.name, relative_l2(a.values, b.values));
     EXPECT_LT(relative_l2(a.values, b.values), limit);
+
+    // A 7-token batch (a probe's size) over 602-608 cells: split-KV too on the GPU (one row on the
+    // CPU, as llama.cpp), each token seeing the batch's keys only up to its own position.
+    const auto few = random_tokens(7, model->config().n_vocab, 6);
+    std::vector<int32_t> few_positions(7);
+    std::vector<uint32_t> few_slots(7);
+    for (int i = 0; i < 7; ++i) few_positions[i] = 601 + i, few_slots[i] = static_cast<uint32_t>(601 + i);
+    all_slots.insert(all_slots.end(), few_slots.begin(), few_slots.end());
+    AttentionView few_view;
+    few_view.global_slots.runs[0] = few_view.sliding_slots.runs[0] = std::span<const uint32_t>(all_slots);
+    const Batch few_batch{few, few_positions, few_slots, {}};
+    ASSERT_TRUE(gpu->forward(few_batch, few_view, LogitsWanted::All, {}, a));
+    ASSERT_TRUE(cpu.forward(few_batch, few_view, LogitsWanted::All, {}, b));
+    ASSERT_EQ(a.values.size(), b.values.size());
+    std::printf("[ %s ] split-KV 7-token batch: rel L2 %.3g\n", c.name, relative_l2(a.values, b.values));
+    EXPECT_LT(relative_l2(a.values, b.values), limit);
   }
 }
 

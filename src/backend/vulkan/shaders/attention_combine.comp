@@ -2,8 +2,8 @@
 // Merges the split-KV partials of attention_rows.comp (scheme 1) into the output, in the way
 // llama.cpp merges chunks (attention_reference.cpp combine_partials): the new chunk's product
 // rounded, the old sum fused onto it; chunks with no visible key are skipped. One workgroup per
-// query head of the one token. The output is f32, or (out_q != 0) the Q8_0 activations of the wo
-// product (quantize_workgroup.glsl).
+// (token, query head) of the step, index t * n_head + h. The output is f32, or (out_q != 0) the
+// Q8_0 activations of the wo product (quantize_workgroup.glsl).
 // A merge is a serial chain over chunks, so the workgroup's groups of kGroupLanes invocations
 // each merge a contiguous run of the chunks in order, and the groups' results are then merged in
 // group order (with the ring full a global layer has 62 chunks of 64 keys, 124 of 32). Only the
@@ -25,12 +25,12 @@ layout(constant_id = 2) const uint MAX_CHUNKS = 64;
 #include "quantize_workgroup.glsl"
 
 layout(push_constant, std430) uniform CombineParams {
-  uint64_t partials;  // f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
-  uint64_t dst;       // f32 [n_head * head_dim], unless out_q != 0
+  uint64_t partials;  // f32 [n_rows][n_chunks][2 + head_dim]: m, s, accumulators
+  uint64_t dst;       // f32 [n_rows * head_dim], unless out_q != 0
   uint64_t out_q;     // or, when not 0, the Q8_0 activations of wo: packed int8 and f32 scales
   uint64_t out_d;     //   (MatmulKernels::quantized_layout)
   uint64_t step;      // AttentionStepPtr: the layer's split (n_chunks)
-  uint n_head;
+  uint n_rows;         // the step's tokens x query heads
   uint head_dim;
 } p;
 
@@ -91,8 +91,8 @@ void merge_chunks(uint h, uint begin, uint end, uint n_chunks, uint lane, out Me
 }
 
 void main() {
-  const uint h = flat_workgroup_index();
-  if (h >= p.n_head) return;
+  const uint h = flat_workgroup_index();  // (token, head): t * n_head + h
+  if (h >= p.n_rows) return;
   const uint dim = p.head_dim;
   const uint n_chunks = AttentionStepPtr(p.step).v.n_chunks;
   for (uint c = gl_LocalInvocationID.x; c < n_chunks; c += gl_WorkGroupSize.x) {
@@ -128,7 +128,7 @@ void main() {
   }
   // Every group now holds the whole merge; group 0 writes it.
   const float inverse = merge.s == 0.0 ? 0.0 : div_rn(1.0, merge.s);
-  const uint first = h * dim;  // the head's first output value
+  const uint first = h * dim;  // the token's head's first output value
   if (p.out_q != 0ul) {  // head_dim a multiple of 32: whole blocks
     if (group == 0u) {
       for (uint k = 0, d = lane; d < dim; ++k, d += kGroupLanes) quantize_values[d] = merge.values[k] * inverse;

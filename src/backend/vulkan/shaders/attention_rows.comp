@@ -11,10 +11,11 @@
 // the CPU's (quantized models amplify any difference through their int8 activations):
 //   scheme 0, one-row: query rounded to f16, scores as ggml_vec_dot_f16, weighted values
 //     accumulated in f16 with an online softmax over the keys in view order;
-//   scheme 1, split-KV (one token, 512+ cells): the one-row scheme on each of n_chunks chunks of
-//     listed keys (the host passes first_cell 0, so cells are list positions), one workgroup per
-//     (head, chunk), each writing its partial maximum, sum and accumulators;
-//     attention_combine.comp merges them as llama.cpp does.
+//   scheme 1, split-KV (512+ cells; llama.cpp's CPU backend splits single tokens only, the GPU
+//     every batch of fewer than 64): the one-row scheme on each of n_chunks chunks of listed keys
+//     (the host passes first_cell 0, so cells are list positions), one workgroup per (token, head,
+//     chunk), each writing its partial maximum, sum and accumulators (a chunk with no key the
+//     token sees: sum 0); attention_combine.comp merges them as llama.cpp does.
 // The output is f32, or (out_q != 0) the Q8_0 activations of the wo product, quantized here
 // (quantize_workgroup.glsl) instead of by another dispatch.
 // The work is spread without changing that arithmetic. Keys are taken in batches of kBatch:
@@ -26,7 +27,8 @@
 //      last whole step, in double);
 //   3. every invocation runs the online softmax over the batch's keys in order for its own
 //      pairs of output dims, reading the values from shared memory.
-// Workgroup index = t * n_head + h (scheme 1: (h, chunk) = (index / n_chunks, index % n_chunks)).
+// Workgroup index = t * n_head + h (scheme 1: (t * n_head + h, chunk) = (index / n_chunks,
+// index % n_chunks)).
 // 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
 // 0 MAX_HEAD_DIM (even).
 #extension GL_EXT_control_flow_attributes : require
