@@ -7,8 +7,10 @@
 # discrete probe on the gemma4-12b preset.
 # SETTINGS="default NAME=VALUE ..." ('+' joins several settings into one; "default" for none),
 # PROMPTS="16 64 512" and REPS (repetitions of each prefill, median reported; 10 by default: a
-# 16-token prefill is short enough for its spread to be large).
-# usage: OUT=$OUT [SETTINGS=...] [PROMPTS=...] [REPS=10] bash bench/device/h200-small-batches.sh
+# 16-token prefill is short enough for its spread to be large). PROBE_DEPTHS="16 512 3900": the
+# probe's tokens before it (its attention's length); PROBE_BINARIES="channel channel_base" also
+# times the probe of other binaries in .devrun (with the default settings).
+# usage: OUT=$OUT [SETTINGS=...] [PROMPTS=...] [REPS=10] [PROBE_DEPTHS=...] [PROBE_BINARIES=...] bash bench/device/h200-small-batches.sh
 set -uo pipefail
 source "$PWD/bench/device/preamble.sh"
 source "$R/bench/device/vulkan-env.sh"
@@ -29,11 +31,16 @@ for setting in $SETTINGS; do
     -r 3 --no-full-ring 2>&1 | grep -vE "^bench:" | tee "$OUT/pp16-profile-${setting//[^A-Za-z0-9_]/_}.txt" |
     grep -E "batch:|^prefill" | head -20
 done
-echo "== discrete probe on gemma4-12b, stages (a 16-token prefill and a 1-token decode included)"
+echo "== discrete probe on gemma4-12b after PROBE_DEPTHS tokens (prefill of that many, decode, probe)"
 "$CH" model synth --preset gemma4-12b --vocab "$VOCAB" --out /tmp/sb-probe.gguf 2>/dev/null
-for setting in $SETTINGS; do
-  env_setting=${setting/#default/}
-  echo "== probe, $setting"
-  env ${env_setting//+/ } timeout 120 "$CH" bench --gpu -m /tmp/sb-probe.gguf -p 16 -n 16 -r 5 --no-full-ring \
-    2>/dev/null | grep -E "^(prefill|decode|discrete)"
+for binary in ${PROBE_BINARIES:-channel}; do
+  for setting in $SETTINGS; do
+    env_setting=${setting/#default/}
+    [ "$binary" = channel ] || [ "$setting" = default ] || continue  # other binaries: defaults only
+    for depth in ${PROBE_DEPTHS:-16}; do
+      echo "== probe after $depth tokens, $binary, $setting"
+      env ${env_setting//+/ } timeout 150 "$R/.devrun/$binary" bench --gpu -m /tmp/sb-probe.gguf -p "$depth" -n 16 -r 5 \
+        --no-full-ring 2>/dev/null | grep -E "^(prefill|decode|discrete)"
+    done
+  done
 done
