@@ -82,7 +82,6 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
   if (options.matvec_workgroup == 0 || (options.matvec_workgroup & (options.matvec_workgroup - 1)) != 0 ||
       options.matvec_workgroup > device.info().max_workgroup_invocations || options.matvec_rows == 0 ||
       options.matvec_q_rows == 0 || options.matvec_subgroup_rows == 0 || options.matvec_q_blocks == 0 ||
-      options.matvec_batch_subgroup_rows == 0 || options.matvec_batch_blocks == 0 ||
       options.matvec_split == 0 || (options.matvec_split & (options.matvec_split - 1)) != 0) {
     fail("Vulkan: matrix-vector workgroup of {} threads, {} rows and {} subgroups a row is not possible on {}",
          options.matvec_workgroup, options.matvec_rows, options.matvec_split, device.info().name);
@@ -125,24 +124,20 @@ uint64_t MatmulKernels::scratch_bytes(GgmlType weight_type, int64_t n_tokens, in
   return 0;
 }
 
-MatmulKernels::QuantMatvecShape MatmulKernels::quant_matvec_shape(int64_t cols, uint32_t tokens) const {
-  const bool batch = tokens > 1;
-  const uint32_t subgroup_rows = batch ? options_.matvec_batch_subgroup_rows : options_.matvec_subgroup_rows;
-  const uint32_t blocks = batch ? options_.matvec_batch_blocks : options_.matvec_q_blocks;
-  const uint64_t blocks_per_trip = uint64_t{std::max(1u, device_.info().subgroup_size)} * blocks;
+MatmulKernels::QuantMatvecShape MatmulKernels::quant_matvec_shape(int64_t cols) const {
+  const uint64_t blocks_per_trip = uint64_t{std::max(1u, device_.info().subgroup_size)} * options_.matvec_q_blocks;
   const uint64_t n_blocks = static_cast<uint64_t>(cols) / kQuantBlock;
   uint32_t split = 1;
   while (split * 2 <= options_.matvec_split && n_blocks >= 2 * (split * 2) * blocks_per_trip) split *= 2;
-  // As many rows a workgroup as the one-token shape gives each subgroup's group of rows.
-  const uint64_t rows = uint64_t{options_.matvec_q_rows} * subgroup_rows / options_.matvec_subgroup_rows / split;
-  return {static_cast<uint32_t>(std::max<uint64_t>(1, rows)), split, subgroup_rows, blocks};
+  return {std::max(1u, options_.matvec_q_rows / split), split};
 }
 
 const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, int64_t cols, uint32_t tokens) {
   const uint32_t workgroup = options_.matvec_workgroup;
   if (is_quantized(type)) {
-    const QuantMatvecShape shape = quant_matvec_shape(cols, tokens);
-    const uint32_t specialization[] = {workgroup, shape.rows, shape.subgroup_rows, tokens, shape.blocks, shape.split};
+    const QuantMatvecShape shape = quant_matvec_shape(cols);
+    const uint32_t specialization[] = {workgroup, shape.rows, options_.matvec_subgroup_rows, tokens,
+                                       options_.matvec_q_blocks, shape.split};
     return pipelines_.get("matvec_q_" + type_suffix(type) + (integer_dot_ ? "_dot" : ""), specialization);
   }
   const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
@@ -297,10 +292,9 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
     return;
   }
   if (kernel == MatmulKernel::kMatvec) {
-    const uint32_t tokens = tokens_per_pass(x.n_tokens);
-    const uint32_t rows = is_quantized(w.type) ? quant_matvec_shape(w.cols, tokens).rows : options_.matvec_rows;
+    const uint32_t rows = is_quantized(w.type) ? quant_matvec_shape(w.cols).rows : options_.matvec_rows;
     const uint64_t groups = (static_cast<uint64_t>(n_out) + rows - 1) / rows;
-    seq.dispatch_groups(matvec_pipeline(w.type, w.cols, tokens), push, groups);
+    seq.dispatch_groups(matvec_pipeline(w.type, w.cols, tokens_per_pass(x.n_tokens)), push, groups);
   } else {
     const int64_t tile_rows = 16 * int64_t{options_.tiled_rows_per_thread};
     const int64_t groups_x = (n_out + tile_rows - 1) / tile_rows;
@@ -341,14 +335,8 @@ void MatmulKernels::record_gated_matvec(CommandSequence& seq, const DeviceMatrix
   // both kernels: 256 threads in teams of 4 141.9-142.5 tok/s, 512 in teams of 2 146.3-147.0,
   // 1024 in teams of 4 133.2-134.5, against 153.3-153.7 with no teams.
   constexpr uint32_t kGatedSplit = 1;
-  const uint32_t tokens = tokens_per_pass(x.n_tokens);
-  const bool batch = tokens > 1;
-  const uint32_t specialization[] = {options_.gated_workgroup,
-                                     kGatedRows,
-                                     batch ? options_.matvec_batch_subgroup_rows : options_.matvec_subgroup_rows,
-                                     tokens,
-                                     batch ? options_.matvec_batch_blocks : options_.matvec_q_blocks,
-                                     kGatedSplit};
+  const uint32_t specialization[] = {options_.gated_workgroup, kGatedRows, options_.matvec_subgroup_rows,
+                                     tokens_per_pass(x.n_tokens), options_.matvec_q_blocks, kGatedSplit};
   const ComputePipeline& pipeline =
       pipelines_.get("matvec_gated_" + type_suffix(gate.type) + (integer_dot_ ? "_dot" : ""), specialization);
   seq.dispatch_groups(pipeline, push, static_cast<uint64_t>(gate.rows) / kQuantBlock);

@@ -79,11 +79,6 @@ class MatmulKernels {
     // every matrix (3840-wide rows too) measured 16.4 us for ffn_down but 152.1-153.1 tok/s
     // against 155.3-157.1 without.
     uint32_t matvec_split = 2;
-    // Q4_0 / Q8_0 passes of several tokens (small batches, probes): rows a subgroup computes
-    // together and blocks whose loads a lane issues together. Each row a subgroup adds reuses the
-    // tokens' activation blocks the lane loaded, which at 8 or 16 tokens outweigh the weights.
-    uint32_t matvec_batch_subgroup_rows = 2;
-    uint32_t matvec_batch_blocks = 2;
     // kAuto: kMatvec up to this many tokens (at most 16: one pass of the kernel), the matrix
     // kernels above. H100, Gemma 3 12B, `channel bench --gpu -p 16 -n 1 -r 10` in one call: pp16
     // 670.0 tok/s with 16 against 360.7 with 8 (the cooperative kernel's 16-token products: down
@@ -160,16 +155,13 @@ class MatmulKernels {
  private:
   void record(CommandSequence& seq, const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids,
               int64_t n_out, VkDeviceAddress out, int64_t out_stride, MatmulKernel kernel);
-  // The quantized matrix-vector kernel's rows per workgroup, subgroups a row
-  // (Options::matvec_split), rows a subgroup computes together and blocks a lane loads together,
-  // for rows of `cols` values and passes of `tokens` tokens.
+  // The quantized matrix-vector kernel's rows per workgroup and subgroups a row for rows of
+  // `cols` values (Options::matvec_split).
   struct QuantMatvecShape {
     uint32_t rows;
     uint32_t split;
-    uint32_t subgroup_rows;
-    uint32_t blocks;
   };
-  QuantMatvecShape quant_matvec_shape(int64_t cols, uint32_t tokens) const;
+  QuantMatvecShape quant_matvec_shape(int64_t cols) const;
   const ComputePipeline& matvec_pipeline(GgmlType type, int64_t cols, uint32_t tokens_per_pass);
   MatmulPush matmul_push(const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids, int64_t n_out,
                          VkDeviceAddress out, int64_t out_stride) const;

@@ -91,11 +91,6 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
     options.tiled_rows_per_thread = (*tiled)[0];
     options.tiled_k_blocks = (*tiled)[1];
   }
-  if (const auto batch = env_numbers("CHANNEL_VULKAN_MATVEC_BATCH", 1, 2,
-                                     "subgroup_rows[,blocks] for passes of several tokens (e.g. 4,1)")) {
-    options.matvec_batch_subgroup_rows = (*batch)[0];
-    if (batch->size() == 2) options.matvec_batch_blocks = (*batch)[1];
-  }
   // MatmulKernels checks the threads against the device.
   if (const auto threads = env_number("CHANNEL_VULKAN_GATED_WORKGROUP",
                                       "the gated matrix-vector kernel's threads per workgroup",

@@ -5,7 +5,6 @@
 //   CHANNEL_VULKAN_MATMUL=rows_per_thread,k_blocks                    tiled kernel (TM, K_BLOCKS)
 //   CHANNEL_VULKAN_COOPMAT=k_blocks[,tile_rows[,small_tile_rows[,small_tokens]]]  cooperative-matrix
 //                                        kernel (0: off); batches up to small_tokens take small_tile_rows
-//   CHANNEL_VULKAN_MATVEC_BATCH=subgroup_rows[,blocks]  the matrix-vector shape's passes of several tokens
 //   CHANNEL_VULKAN_MATVEC_MAX_TOKENS=N   most tokens a matrix-vector product takes
 //   CHANNEL_VULKAN_GATED_WORKGROUP=N     gated FFN kernel's threads per workgroup
 //   CHANNEL_VULKAN_ATTENTION_TOKENS=N    tokens a tiled attention workgroup shares loads between

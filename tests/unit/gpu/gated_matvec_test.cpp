@@ -187,8 +187,6 @@ MatmulKernels::Options options_of(const Variant& v, const Device& device) {
   if (v.odd_shape) {
     options.matvec_subgroup_rows = 1;
     options.matvec_q_blocks = 3;
-    options.matvec_batch_subgroup_rows = 3;
-    options.matvec_batch_blocks = 3;
   }
   const uint32_t subgroup = std::max(1u, device.info().subgroup_size);
   if (v.subgroups != 0) options.gated_workgroup = v.subgroups * subgroup;

@@ -108,8 +108,6 @@ MatmulKernels::Options options_of(const Variant& v) {
     options.matvec_q_rows = 3;
     options.matvec_subgroup_rows = 1;
     options.matvec_q_blocks = 3;
-    options.matvec_batch_subgroup_rows = 4;  // passes of several tokens: 4 rows a subgroup, 3 a workgroup
-    options.matvec_batch_blocks = 1;
     options.matvec_split = 4;
     options.tiled_rows_per_thread = 8;
     options.tiled_k_blocks = 3;

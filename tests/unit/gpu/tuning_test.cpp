@@ -108,8 +108,7 @@ TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
   }
   {
     ScopedEnv matmul("CHANNEL_VULKAN_MATMUL", "8,3"), coop("CHANNEL_VULKAN_COOPMAT", "0"),
-        tokens("CHANNEL_VULKAN_MATVEC_MAX_TOKENS", "12"), shape("CHANNEL_VULKAN_MATVEC", "64,4,1,2,2"),
-        batch("CHANNEL_VULKAN_MATVEC_BATCH", "8,1");
+        tokens("CHANNEL_VULKAN_MATVEC_MAX_TOKENS", "12"), shape("CHANNEL_VULKAN_MATVEC", "64,4,1,2,2");
     const MatmulKernels::Options o = matmul_options(gpu);
     EXPECT_EQ(o.tiled_rows_per_thread, 8u);
     EXPECT_EQ(o.tiled_k_blocks, 3u);
@@ -117,8 +116,6 @@ TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
     EXPECT_EQ(o.matvec_max_tokens, 12);
     EXPECT_EQ(o.matvec_workgroup, 64u);
     EXPECT_EQ(o.matvec_split, 2u);
-    EXPECT_EQ(o.matvec_batch_subgroup_rows, 8u);
-    EXPECT_EQ(o.matvec_batch_blocks, 1u);
   }
   {
     ScopedEnv coop("CHANNEL_VULKAN_COOPMAT", "6,64");
@@ -139,8 +136,7 @@ TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
   for (const auto& [name, text] : {std::pair{"CHANNEL_VULKAN_MATMUL", "8"}, std::pair{"CHANNEL_VULKAN_COOPMAT", "4,64,64,256,1"},
                                    std::pair{"CHANNEL_VULKAN_MATVEC_MAX_TOKENS", "0"},
                                    std::pair{"CHANNEL_VULKAN_GATED_WORKGROUP", "many"},
-                                   std::pair{"CHANNEL_VULKAN_MATVEC", "128"},
-                                   std::pair{"CHANNEL_VULKAN_MATVEC_BATCH", "4,1,1"}}) {
+                                   std::pair{"CHANNEL_VULKAN_MATVEC", "128"}}) {
     ScopedEnv env(name, text);
     EXPECT_NE(error_of([&] { matmul_options(gpu); }).find(std::string(name) + " must be"), std::string::npos)
         << name << "=" << text;
