@@ -261,6 +261,51 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupTokens(const DotRowsJob& job, const
   }
   acc.Store(job, first_row, x.first);
 }
+
+// Decode (one token) reads each weight once, so its speed is the read bandwidth a thread gets,
+// and some CPUs give a thread more of it over several sequential streams than over one: the H100
+// host's Xeon read 26.6 GB/s with two threads of one stream each, 31.6 with two streams each and
+// 42.0 with eight (bench/read_bandwidth.cpp), where the Zen 5 build machine read 52.8 and 54.0.
+// So a decode product takes kDecodeStreams consecutive groups together, block by block: each
+// group is its own stream (groups are tens of KiB apart, in other 4 KiB pages, where the hardware
+// prefetchers keep a stream each). Each group's sums are formed as VnniGroupTokens<1> forms them.
+constexpr int64_t kDecodeStreams = 2;
+
+CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupsOneToken(const DotRowsJob& job, int64_t first_row,
+                                                       const TokenTile<1>& x) {
+  const Q4_0RowGroupBlock* groups[kDecodeStreams];
+  GroupAccumulators<1> acc[kDecodeStreams];
+  for (int64_t g = 0; g < kDecodeStreams; ++g) {
+    groups[g] = row_group<Q4_0RowGroupBlock>(*job.weights, first_row + g * kRowGroupRows);
+  }
+  for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
+    const __m512i offset = _mm512_set1_epi32(-8 * x.sums[0][b]);  // the nibbles are q + 8
+    for (int64_t g = 0; g < kDecodeStreams; ++g) {
+      const Q4_0RowGroupBlock& block = groups[g][b];
+      PrefetchAhead(groups[g] + b);
+      __m512i units[2 * kQ4Units];
+      UnpackUnits(block, units);
+      __m512i sums = offset;
+      for (size_t u = 0; u < 2 * kQ4Units; ++u) {
+        sums = _mm512_dpbusd_epi32(sums, units[u], _mm512_set1_epi32(Word(x.blocks[0][b].qs, u)));
+      }
+      acc[g].Add(0, 0, VI32{sums}, RowScales(block, 0), x.scales[0][b]);
+    }
+  }
+  for (int64_t g = 0; g < kDecodeStreams; ++g) acc[g].Store(job, first_row + g * kRowGroupRows, x.first);
+}
+
+// One token's rows [begin, end): kDecodeStreams groups at a time, the rest one by one.
+void VnniRowsOneToken(const DotRowsJob& job, int64_t begin, int64_t end) {
+  const TokenTile<1> x(*job.activations, 0);
+  int64_t first_row = begin;
+  for (; first_row + kDecodeStreams * kRowGroupRows <= end; first_row += kDecodeStreams * kRowGroupRows) {
+    VnniGroupsOneToken(job, first_row, x);
+  }
+  for (; first_row < end; first_row += kRowGroupRows) {
+    VnniGroupTokens<1>(job, row_group<Q4_0RowGroupBlock>(*job.weights, first_row), first_row, x);
+  }
+}
 #endif
 
 #if HWY_ARCH_X86 && HWY_TARGET != HWY_AVX3_DL
@@ -520,10 +565,50 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupTokens(const DotRowsJob& job, const Q
   }
 }
 
+// Decode: kDecodeStreams groups at once (see VnniGroupsOneToken), each formed as Q8GroupTokens<1>.
+CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupsOneToken(const DotRowsJob& job, int64_t first_row) {
+  const DF df;
+  const PreparedActivations& x = *job.activations;
+  const BlockQ8_0* x_blocks = x.q8_blocks(0);
+  const float* x_scales = x.q8_scales(0);
+  const int32_t* x_offsets = x.q8_unit_offsets(0);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const Q8_0RowGroupBlock* groups[kDecodeStreams];
+  VF lanes[kDecodeStreams][kQ8Units];
+  for (int64_t g = 0; g < kDecodeStreams; ++g) {
+    groups[g] = row_group<Q8_0RowGroupBlock>(*job.weights, first_row + g * kRowGroupRows);
+    for (int64_t j = 0; j < kQ8Units; ++j) lanes[g][j] = hn::Zero(df);
+  }
+  for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
+#pragma GCC unroll 2  // constant indices into `lanes` (as below)
+    for (int64_t g = 0; g < kDecodeStreams; ++g) {
+      const Q8_0RowGroupBlock& block = groups[g][b];
+      PrefetchAhead(groups[g] + b);
+      const VF d = hn::Mul(RowScales(block, 0), hn::Set(df, x_scales[b]));
+#pragma GCC unroll 8
+      for (int64_t j = 0; j < kQ8Units; ++j) {
+        const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(block.qs[j]), bias);
+        const __m512i sums = _mm512_dpbusd_epi32(_mm512_set1_epi32(x_offsets[b * kQ8Units + j]), w,
+                                                 _mm512_set1_epi32(Word(x_blocks[b].qs, static_cast<size_t>(j))));
+        lanes[g][j] = hn::MulAdd(d, hn::ConvertTo(df, VI32{sums}), lanes[g][j]);
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int64_t g = 0; g < kDecodeStreams; ++g) {
+    hn::StoreU(SumLanesInGgmlOrder(lanes[g]), df, job.out + first_row + g * kRowGroupRows);
+  }
+}
+
 void Q8RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   static_assert(kGroupVectors == 1, "a group's rows are one vector on AVX-512");
   static_assert(PreparedActivations::kQ8UnitOffsets == kQ8Units, "one offset per unit");
   const int64_t n_tokens = job.activations->n_tokens();
+  if (n_tokens == 1) {
+    for (; begin + kDecodeStreams * kRowGroupRows <= end; begin += kDecodeStreams * kRowGroupRows) {
+      Q8GroupsOneToken(job, begin);
+    }
+  }
   const int64_t tiled = n_tokens / kQ8TileTokens * kQ8TileTokens;
   for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
     const auto* group = row_group<Q8_0RowGroupBlock>(*job.weights, first_row);
@@ -618,6 +703,7 @@ void RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   if (job.weights->type == GgmlType::Q8_0) return Q8RowGroupRows(job, begin, end);
   const int64_t n_tokens = job.activations->n_tokens();
 #if HWY_TARGET == HWY_AVX3_DL
+  if (n_tokens == 1) return VnniRowsOneToken(job, begin, end);
   if (n_tokens >= kAmxTokens && amx_int8_ready()) return AmxRowGroupRows(job, begin, end);
 #elif !HWY_ARCH_X86
   if (n_tokens > static_cast<int64_t>(kTileTokens)) {  // several token tiles share each group's pairs
