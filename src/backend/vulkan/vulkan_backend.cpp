@@ -69,8 +69,9 @@ struct AttentionScheme {
   uint32_t n_chunks = 1, chunk_cells = 0;
 };
 
-// Whether a step's attention is tiled (attention.comp) and whether it may be split-KV: decided by
-// the step's shape alone, so that a recorded pass holds the right kernels for any view.
+// Whether a step's attention is tiled (attention.comp): decided by the step's shape alone, so that
+// a recorded pass holds the right kernel for any view (whether it splits is the view's, and the
+// pass's shape records it).
 bool tiled_attention(uint32_t n_tokens, int head_dim) { return n_tokens >= 64 && head_dim % 16 == 0; }
 
 // The keys of each split-KV chunk for n_tokens tokens over n_view listed keys: chunk_keys, or
