@@ -94,21 +94,23 @@ void block_maxima(inout float values[PER_INVOCATION]) {
 }
 
 // Every value's int8 and every block's scale. The scales' exact divisions (double arithmetic) are
-// formed once per block, by its first invocation, and shared: formed by all 32 invocations of the
-// block, they were a third of the kernel on the H200.
+// formed once per block and shared: formed by all 32 invocations of the block, they were a third
+// of the kernel on the H200. The block's invocation k forms those of its round-k block, so that an
+// invocation's PER_INVOCATION blocks have their divisions side by side, not one after another.
 void quantize_row(uint r, const float values[PER_INVOCATION]) {
   float maxima[PER_INVOCATION];
   for (uint k = 0; k < PER_INVOCATION; ++k) maxima[k] = abs(values[k]);
-  block_maxima(maxima);
+  block_maxima(maxima);  // every invocation of a block now holds the block's maximum
   const uint lane = gl_SubgroupInvocationID & 3u, block_in_round = gl_LocalInvocationID.x / 32u;
-  if ((gl_LocalInvocationID.x & 31u) == 0u) {  // the first invocation of each block
-    for (uint k = 0; k < PER_INVOCATION; ++k) {
-      float scale, inverse_scale;
-      q8_scales(maxima[k], scale, inverse_scale);
-      block_inverse_scales[k * kBlocksPerRound + block_in_round] = inverse_scale;
-      const uint i = value_index(k);
-      if (i < p.n) F32Ptr(p.d).v[uint((uint64_t(r) * p.n + i) / 32u)] = scale;
-    }
+  const uint first_of_block = gl_LocalInvocationID.x & ~31u;
+  for (uint k = gl_LocalInvocationID.x & 31u; k < PER_INVOCATION; k += 32u) {
+    float amax = maxima[0];
+    for (uint j = 1; j < PER_INVOCATION; ++j) amax = j == k ? maxima[j] : amax;
+    float scale, inverse_scale;
+    q8_scales(amax, scale, inverse_scale);
+    block_inverse_scales[k * kBlocksPerRound + block_in_round] = inverse_scale;
+    const uint i = k * gl_WorkGroupSize.x + first_of_block;  // the block's first value
+    if (i < p.n) F32Ptr(p.d).v[uint((uint64_t(r) * p.n + i) / 32u)] = scale;
   }
   barrier();
   for (uint k = 0; k < PER_INVOCATION; ++k) {
