@@ -41,6 +41,8 @@ const uint kTileCells = SHARED_ATTENTION_TILE_CELLS;
 const uint kQueryStride = MAX_HEAD_DIM + 1u;  // a token's query row, padded off the next one's banks
 const uint kMaxDimsPerLane = (MAX_HEAD_DIM + 255u) / 256u;
 const uint kPairs = (TOKENS * kTileCells + 255u) / 256u;  // (token, cell) pairs an invocation scores per tile
+const uint kKeyLoadsAhead = 4;    // key loads (4 dims each) in flight per pair: 16 dims, a head's least
+const uint kValueLoadsAhead = 4;  // cells whose values are loaded before the first is used
 
 // Sized as shared_memory.glsl's SHARED_ATTENTION_WORDS, by which the host picks TOKENS.
 shared float query[SHARED_ATTENTION_QUERY(TOKENS, MAX_HEAD_DIM)];
@@ -139,12 +141,21 @@ void main() {
     }
     if (any_visible) {
       // simd_gemm's score: a fused multiply-add chain over the head dims from 0, the key read four
-      // dims a load (a head is a multiple of 16 dims, its rows 32-byte aligned).
-      for (uint d = 0; d < dim; d += 4u) {
-        vec4 key_values[kPairs];
-        [[unroll]] for (uint k = 0; k < kPairs; ++k) key_values[k] = vec4(F16x4Ptr(key[k]).v[d / 4u]);
-        [[unroll]] for (uint i = 0; i < 4u; ++i) {
-          [[unroll]] for (uint k = 0; k < kPairs; ++k) score[k] = fma(query[query_row[k] + d + i], key_values[k][i], score[k]);
+      // dims a load (a head is a multiple of 16 dims, its rows 32-byte aligned). The loads of
+      // kKeyLoadsAhead steps are issued before their arithmetic, so that a step's chain does not
+      // wait on its own load (one load latency per 4 dims left the kernel waiting on memory).
+      for (uint d0 = 0; d0 < dim; d0 += 4u * kKeyLoadsAhead) {
+        uvec2 key_words[kKeyLoadsAhead][kPairs];  // f16 pairs: dims 4a .. 4a + 3 of the 16
+        [[unroll]] for (uint a = 0; a < kKeyLoadsAhead; ++a)
+          [[unroll]] for (uint k = 0; k < kPairs; ++k) key_words[a][k] = U32x2Ptr(key[k]).v[d0 / 4u + a];
+        [[unroll]] for (uint a = 0; a < kKeyLoadsAhead; ++a) {
+          const uint d = d0 + 4u * a;
+          [[unroll]] for (uint i = 0; i < 4u; ++i) {
+            [[unroll]] for (uint k = 0; k < kPairs; ++k) {
+              const vec2 pair = unpackHalf2x16(i < 2u ? key_words[a][k].x : key_words[a][k].y);
+              score[k] = fma(query[query_row[k] + d + i], (i & 1u) == 0u ? pair.x : pair.y, score[k]);
+            }
+          }
         }
       }
     }
@@ -198,25 +209,35 @@ void main() {
         const float ms = rescale[tq];
         [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) out_values[k][j] *= ms;
       }
-      for (uint c = 0; c < kTileCells; ++c) {
-        const int i = base + int(c);
-        if (i < 0 || i >= int(step.n_view)) continue;
-        // This invocation's tokens' weights of the cell; a cell none of them sees is not loaded.
-        float weights[TOKENS];
-        bool seen = false;
-        [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
-          const uint tq = token_group + j * n_groups;
-          weights[j] = tq < TOKENS ? tile[tq * kTileCells + c] : -1.0;
-          seen = seen || weights[j] >= 0.0;
+      // The values of kValueLoadsAhead cells are loaded before any is used (a cell in the list
+      // that none of this invocation's tokens sees is loaded too, and not used); each token's
+      // accumulator still takes the cells in order.
+      for (uint c0 = 0; c0 < kTileCells; c0 += kValueLoadsAhead) {
+        float values[kValueLoadsAhead][kMaxDimsPerLane];
+        [[unroll]] for (uint a = 0; a < kValueLoadsAhead; ++a) {
+          const int i = base + int(c0 + a);
+          const bool listed = i >= 0 && i < int(step.n_view);
+          const uint64_t row = p.v_cache + uint64_t(listed ? kv_row_offset(tile_slots[c0 + a], kv_head) : 0u) * 2u;
+          [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) {
+            const uint d = first_dim + k * size;
+            values[a][k] = listed && d < dim ? float(F16Ptr(row).v[d]) : 0.0;
+          }
         }
-        if (!seen) continue;
-        const uint64_t row = p.v_cache + uint64_t(kv_row_offset(tile_slots[c], kv_head)) * 2u;
-        [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) {
-          const uint d = first_dim + k * size;
-          if (d >= dim) break;
-          const float value = float(F16Ptr(row).v[d]);
+        [[unroll]] for (uint a = 0; a < kValueLoadsAhead; ++a) {
+          const uint c = c0 + a;
+          const int i = base + int(c);
+          if (i < 0 || i >= int(step.n_view)) continue;
+          // This invocation's tokens' weights of the cell (< 0: the token does not see it).
+          float weights[TOKENS];
           [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
-            if (weights[j] >= 0.0) out_values[k][j] = fma(value, weights[j], out_values[k][j]);
+            const uint tq = token_group + j * n_groups;
+            weights[j] = tq < TOKENS ? tile[tq * kTileCells + c] : -1.0;
+          }
+          [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) {
+            if (first_dim + k * size >= dim) break;
+            [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
+              if (weights[j] >= 0.0) out_values[k][j] = fma(values[a][k], weights[j], out_values[k][j]);
+            }
           }
         }
       }
