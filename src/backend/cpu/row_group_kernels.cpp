@@ -241,58 +241,40 @@ CHANNEL_VNNI_ATTR HWY_INLINE void UnpackUnits(const Q4_0RowGroupBlock& block, __
   }
 }
 
-template <size_t kTokens>
-CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group,
-                                                    int64_t first_row, const TokenTile<kTokens>& x) {
-  GroupAccumulators<kTokens> acc;
-  for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
-    const Q4_0RowGroupBlock& block = group[b];
-    PrefetchAhead(group + b);
-    __m512i units[2 * kQ4Units];
-    UnpackUnits(block, units);
-    const VF w_scales = RowScales(block, 0);
-    for (size_t t = 0; t < kTokens; ++t) {
-      __m512i sums = _mm512_set1_epi32(-8 * x.sums[t][b]);  // the nibbles are q + 8
-      for (size_t u = 0; u < 2 * kQ4Units; ++u) {
-        sums = _mm512_dpbusd_epi32(sums, units[u], _mm512_set1_epi32(Word(x.blocks[t][b].qs, u)));
-      }
-      acc.Add(0, t, VI32{sums}, w_scales, x.scales[t][b]);
-    }
-  }
-  acc.Store(job, first_row, x.first);
-}
-
 // Decode (one token) reads each weight once, so its speed is the read bandwidth a thread gets,
 // and some CPUs give a thread more of it over several sequential streams than over one: the H100
 // host's Xeon read 26.6 GB/s with two threads of one stream each, 31.6 with two streams each and
 // 42.0 with eight (bench/read_bandwidth.cpp), where the Zen 5 build machine read 52.8 and 54.0.
 // So a decode product takes kDecodeStreams consecutive groups together, block by block: each
 // group is its own stream (groups are tens of KiB apart, in other 4 KiB pages, where the hardware
-// prefetchers keep a stream each). Each group's sums are formed as VnniGroupTokens<1> forms them.
+// prefetchers keep a stream each). A batch's tiles take one group at a time (their tokens already
+// reuse each load). Each group's sums are formed alike either way.
 constexpr int64_t kDecodeStreams = 2;
 
-CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupsOneToken(const DotRowsJob& job, int64_t first_row,
-                                                       const TokenTile<1>& x) {
-  const Q4_0RowGroupBlock* groups[kDecodeStreams];
-  GroupAccumulators<1> acc[kDecodeStreams];
-  for (int64_t g = 0; g < kDecodeStreams; ++g) {
-    groups[g] = row_group<Q4_0RowGroupBlock>(*job.weights, first_row + g * kRowGroupRows);
-  }
-  for (int64_t b = 0; b < job.activations->cols() / kQuantBlock; ++b) {
-    const __m512i offset = _mm512_set1_epi32(-8 * x.sums[0][b]);  // the nibbles are q + 8
-    for (int64_t g = 0; g < kDecodeStreams; ++g) {
-      const Q4_0RowGroupBlock& block = groups[g][b];
-      PrefetchAhead(groups[g] + b);
+// The products of kGroups consecutive row groups, the first at `group` (holding `first_row`),
+// with a tile of kTokens tokens.
+template <int64_t kGroups, size_t kTokens>
+CHANNEL_VNNI_ATTR HWY_NOINLINE void VnniGroupsTokens(const DotRowsJob& job, const Q4_0RowGroupBlock* group,
+                                                     int64_t first_row, const TokenTile<kTokens>& x) {
+  const int64_t n_blocks = job.activations->cols() / kQuantBlock;
+  GroupAccumulators<kTokens> acc[kGroups];
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int64_t g = 0; g < kGroups; ++g) {
+      const Q4_0RowGroupBlock* blocks = group + g * n_blocks;  // groups lie one after another
+      PrefetchAhead(blocks + b);
       __m512i units[2 * kQ4Units];
-      UnpackUnits(block, units);
-      __m512i sums = offset;
-      for (size_t u = 0; u < 2 * kQ4Units; ++u) {
-        sums = _mm512_dpbusd_epi32(sums, units[u], _mm512_set1_epi32(Word(x.blocks[0][b].qs, u)));
+      UnpackUnits(blocks[b], units);
+      const VF w_scales = RowScales(blocks[b], 0);
+      for (size_t t = 0; t < kTokens; ++t) {
+        __m512i sums = _mm512_set1_epi32(-8 * x.sums[t][b]);  // the nibbles are q + 8
+        for (size_t u = 0; u < 2 * kQ4Units; ++u) {
+          sums = _mm512_dpbusd_epi32(sums, units[u], _mm512_set1_epi32(Word(x.blocks[t][b].qs, u)));
+        }
+        acc[g].Add(0, t, VI32{sums}, w_scales, x.scales[t][b]);
       }
-      acc[g].Add(0, 0, VI32{sums}, RowScales(block, 0), x.scales[0][b]);
     }
   }
-  for (int64_t g = 0; g < kDecodeStreams; ++g) acc[g].Store(job, first_row + g * kRowGroupRows, x.first);
+  for (int64_t g = 0; g < kGroups; ++g) acc[g].Store(job, first_row + g * kRowGroupRows, x.first);
 }
 
 // One token's rows [begin, end): kDecodeStreams groups at a time, the rest one by one.
@@ -300,10 +282,10 @@ void VnniRowsOneToken(const DotRowsJob& job, int64_t begin, int64_t end) {
   const TokenTile<1> x(*job.activations, 0);
   int64_t first_row = begin;
   for (; first_row + kDecodeStreams * kRowGroupRows <= end; first_row += kDecodeStreams * kRowGroupRows) {
-    VnniGroupsOneToken(job, first_row, x);
+    VnniGroupsTokens<kDecodeStreams, 1>(job, row_group<Q4_0RowGroupBlock>(*job.weights, first_row), first_row, x);
   }
   for (; first_row < end; first_row += kRowGroupRows) {
-    VnniGroupTokens<1>(job, row_group<Q4_0RowGroupBlock>(*job.weights, first_row), first_row, x);
+    VnniGroupsTokens<1, 1>(job, row_group<Q4_0RowGroupBlock>(*job.weights, first_row), first_row, x);
   }
 }
 #endif
@@ -381,7 +363,7 @@ void TokenTileOfGroup(const DotRowsJob& job, const Q4_0RowGroupBlock* group, con
                       int64_t first_row, int64_t t0) {
   const TokenTile<kTokens> x(*job.activations, t0);
 #if HWY_TARGET == HWY_AVX3_DL
-  VnniGroupTokens<kTokens>(job, group, first_row, x);
+  VnniGroupsTokens<1, kTokens>(job, group, first_row, x);
 #elif HWY_ARCH_X86
   (void)pairs;
   ByteGroupTokens<kTokens>(job, group, first_row, x);
@@ -526,11 +508,15 @@ HWY_INLINE VF SumLanesInGgmlOrder(const VF (&lanes)[kQ8Units]) {
 // the 8 x kTokens accumulators no longer fit the 32 registers.
 constexpr size_t kQ8TileTokens = 2;
 
-template <size_t kTokens>
-CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupTokens(const DotRowsJob& job, const Q8_0RowGroupBlock* group,
-                                                  int64_t first_row, int64_t t0) {
+// The products of kGroups consecutive row groups, the first at `group` (holding `first_row`), with
+// tokens t0 .. t0 + kTokens - 1: decode takes kDecodeStreams groups at once (see
+// VnniGroupsTokens), a batch's tiles one group.
+template <int64_t kGroups, size_t kTokens>
+CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupsTokens(const DotRowsJob& job, const Q8_0RowGroupBlock* group,
+                                                   int64_t first_row, int64_t t0) {
   const DF df;
   const PreparedActivations& x = *job.activations;
+  const int64_t n_blocks = x.cols() / kQuantBlock;
   const BlockQ8_0* x_blocks[kTokens];
   const float* x_scales[kTokens];
   const int32_t* x_offsets[kTokens];
@@ -540,63 +526,36 @@ CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupTokens(const DotRowsJob& job, const Q
     x_offsets[t] = x.q8_unit_offsets(t0 + static_cast<int64_t>(t));
   }
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  VF lanes[kTokens][kQ8Units];
-  for (size_t t = 0; t < kTokens; ++t)
-    for (int64_t j = 0; j < kQ8Units; ++j) lanes[t][j] = hn::Zero(df);
-  for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
-    const Q8_0RowGroupBlock& block = group[b];
-    if (t0 == 0) PrefetchAhead(group + b);  // later tiles find the group in cache
-    const VF w_scales = RowScales(block, 0);
-    VF d[kTokens];
-    for (size_t t = 0; t < kTokens; ++t) d[t] = hn::Mul(w_scales, hn::Set(df, x_scales[t][b]));
-#pragma GCC unroll 8  // constant indices into `lanes` (as below)
-    for (int64_t j = 0; j < kQ8Units; ++j) {
-      const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(block.qs[j]), bias);
-      for (size_t t = 0; t < kTokens; ++t) {
-        const __m512i sums = _mm512_dpbusd_epi32(_mm512_set1_epi32(x_offsets[t][b * kQ8Units + j]), w,
-                                                 _mm512_set1_epi32(Word(x_blocks[t][b].qs, static_cast<size_t>(j))));
-        lanes[t][j] = hn::MulAdd(d[t], hn::ConvertTo(df, VI32{sums}), lanes[t][j]);
-      }
-    }
-  }
-#pragma GCC unroll 4  // constant indices, so that GCC keeps `lanes` in registers (scalar replacement)
-  for (size_t t = 0; t < kTokens; ++t) {
-    hn::StoreU(SumLanesInGgmlOrder(lanes[t]), df, job.out + (t0 + static_cast<int64_t>(t)) * job.out_stride + first_row);
-  }
-}
-
-// Decode: kDecodeStreams groups at once (see VnniGroupsOneToken), each formed as Q8GroupTokens<1>.
-CHANNEL_VNNI_ATTR HWY_NOINLINE void Q8GroupsOneToken(const DotRowsJob& job, int64_t first_row) {
-  const DF df;
-  const PreparedActivations& x = *job.activations;
-  const BlockQ8_0* x_blocks = x.q8_blocks(0);
-  const float* x_scales = x.q8_scales(0);
-  const int32_t* x_offsets = x.q8_unit_offsets(0);
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  const Q8_0RowGroupBlock* groups[kDecodeStreams];
-  VF lanes[kDecodeStreams][kQ8Units];
-  for (int64_t g = 0; g < kDecodeStreams; ++g) {
-    groups[g] = row_group<Q8_0RowGroupBlock>(*job.weights, first_row + g * kRowGroupRows);
-    for (int64_t j = 0; j < kQ8Units; ++j) lanes[g][j] = hn::Zero(df);
-  }
-  for (int64_t b = 0; b < x.cols() / kQuantBlock; ++b) {
+  VF lanes[kGroups][kTokens][kQ8Units];
+  for (int64_t g = 0; g < kGroups; ++g)
+    for (size_t t = 0; t < kTokens; ++t)
+      for (int64_t j = 0; j < kQ8Units; ++j) lanes[g][t][j] = hn::Zero(df);
+  for (int64_t b = 0; b < n_blocks; ++b) {
 #pragma GCC unroll 2  // constant indices into `lanes` (as below)
-    for (int64_t g = 0; g < kDecodeStreams; ++g) {
-      const Q8_0RowGroupBlock& block = groups[g][b];
-      PrefetchAhead(groups[g] + b);
-      const VF d = hn::Mul(RowScales(block, 0), hn::Set(df, x_scales[b]));
+    for (int64_t g = 0; g < kGroups; ++g) {
+      const Q8_0RowGroupBlock& block = group[g * n_blocks + b];  // groups lie one after another
+      if (t0 == 0) PrefetchAhead(&block);  // later tiles find the group in cache
+      const VF w_scales = RowScales(block, 0);
+      VF d[kTokens];
+      for (size_t t = 0; t < kTokens; ++t) d[t] = hn::Mul(w_scales, hn::Set(df, x_scales[t][b]));
 #pragma GCC unroll 8
       for (int64_t j = 0; j < kQ8Units; ++j) {
         const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(block.qs[j]), bias);
-        const __m512i sums = _mm512_dpbusd_epi32(_mm512_set1_epi32(x_offsets[b * kQ8Units + j]), w,
-                                                 _mm512_set1_epi32(Word(x_blocks[b].qs, static_cast<size_t>(j))));
-        lanes[g][j] = hn::MulAdd(d, hn::ConvertTo(df, VI32{sums}), lanes[g][j]);
+        for (size_t t = 0; t < kTokens; ++t) {
+          const __m512i sums = _mm512_dpbusd_epi32(_mm512_set1_epi32(x_offsets[t][b * kQ8Units + j]), w,
+                                                   _mm512_set1_epi32(Word(x_blocks[t][b].qs, static_cast<size_t>(j))));
+          lanes[g][t][j] = hn::MulAdd(d[t], hn::ConvertTo(df, VI32{sums}), lanes[g][t][j]);
+        }
       }
     }
   }
-#pragma GCC unroll 2
-  for (int64_t g = 0; g < kDecodeStreams; ++g) {
-    hn::StoreU(SumLanesInGgmlOrder(lanes[g]), df, job.out + first_row + g * kRowGroupRows);
+#pragma GCC unroll 2  // constant indices, so that GCC keeps `lanes` in registers (scalar replacement)
+  for (int64_t g = 0; g < kGroups; ++g) {
+#pragma GCC unroll 4
+    for (size_t t = 0; t < kTokens; ++t) {
+      hn::StoreU(SumLanesInGgmlOrder(lanes[g][t]), df,
+                 job.out + (t0 + static_cast<int64_t>(t)) * job.out_stride + first_row + g * kRowGroupRows);
+    }
   }
 }
 
@@ -606,14 +565,14 @@ void Q8RowGroupRows(const DotRowsJob& job, int64_t begin, int64_t end) {
   const int64_t n_tokens = job.activations->n_tokens();
   if (n_tokens == 1) {
     for (; begin + kDecodeStreams * kRowGroupRows <= end; begin += kDecodeStreams * kRowGroupRows) {
-      Q8GroupsOneToken(job, begin);
+      Q8GroupsTokens<kDecodeStreams, 1>(job, row_group<Q8_0RowGroupBlock>(*job.weights, begin), begin, 0);
     }
   }
   const int64_t tiled = n_tokens / kQ8TileTokens * kQ8TileTokens;
   for (int64_t first_row = begin; first_row < end; first_row += kRowGroupRows) {
     const auto* group = row_group<Q8_0RowGroupBlock>(*job.weights, first_row);
-    for (int64_t t = 0; t < tiled; t += kQ8TileTokens) Q8GroupTokens<kQ8TileTokens>(job, group, first_row, t);
-    for (int64_t t = tiled; t < n_tokens; ++t) Q8GroupTokens<1>(job, group, first_row, t);
+    for (int64_t t = 0; t < tiled; t += kQ8TileTokens) Q8GroupsTokens<1, kQ8TileTokens>(job, group, first_row, t);
+    for (int64_t t = tiled; t < n_tokens; ++t) Q8GroupsTokens<1, 1>(job, group, first_row, t);
   }
 }
 #else
