@@ -124,7 +124,7 @@ void parse_matvec_shape(std::string_view what, const std::string& text, MatmulKe
   if (shape->size() > 4) options.matvec_split = (*shape)[4];
 }
 
-// 16 tokens where the workgroup's shared memory allows (queries of max_head_dim + 1 floats, a
+// 16 tokens where the workgroup's shared memory allows (queries of max_head_dim + 4 floats, a
 // 64-cell tile of scores, the Q8_0 staging of one head), else the most that fit.
 uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim) {
   const auto shared_bytes = [&](uint32_t tokens) { return 4u * SHARED_ATTENTION_WORDS(tokens, max_head_dim); };

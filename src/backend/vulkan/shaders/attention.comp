@@ -38,18 +38,25 @@ layout(constant_id = 1) const uint TOKENS = 8;
 #include "quantize_workgroup.glsl"
 
 const uint kTileCells = SHARED_ATTENTION_TILE_CELLS;
-const uint kQueryStride = MAX_HEAD_DIM + 1u;  // a token's query row, padded off the next one's banks
+// A token's query row in vec4s, padded off the next one's banks: the score loop reads four dims
+// a load (16 distinct rows a subgroup, 4 banks apart).
+const uint kQueryStride = (MAX_HEAD_DIM + 3u) / 4u + 1u;
 const uint kMaxDimsPerLane = (MAX_HEAD_DIM + 255u) / 256u;
 const uint kPairs = (TOKENS * kTileCells + 255u) / 256u;  // (token, cell) pairs an invocation scores per tile
 const uint kKeyLoadsAhead = 4;    // key loads (4 dims each) in flight per pair: 16 dims, a head's least
 const uint kValueLoadsAhead = 4;  // cells whose values are loaded before the first is used
 
 // Sized as shared_memory.glsl's SHARED_ATTENTION_WORDS, by which the host picks TOKENS.
-shared float query[SHARED_ATTENTION_QUERY(TOKENS, MAX_HEAD_DIM)];
-shared float tile[SHARED_ATTENTION_TILE(TOKENS)];  // the tile's scores, then its weights (< 0: adds nothing)
+shared vec4 query[SHARED_ATTENTION_QUERY(TOKENS, MAX_HEAD_DIM) / 4u];
+// The tile's scores, then its weights (< 0: adds nothing), cell-major: cell c of token tq is
+// element c * TOKENS + tq, so that an invocation reads a cell's weights for its tokens four a load.
+shared vec4 tile[SHARED_ATTENTION_TILE(TOKENS) / 4u];
 shared uint tile_slots[kTileCells];
 shared float running_max[TOKENS], running_sum[TOKENS], rescale[TOKENS];
 shared uint tile_live[TOKENS];  // 1: the token sees a key of the tile
+
+float tile_value(uint cell, uint token) { const uint i = cell * TOKENS + token; return tile[i / 4u][i % 4u]; }
+void set_tile_value(uint cell, uint token, float value) { const uint i = cell * TOKENS + token; tile[i / 4u][i % 4u] = value; }
 
 // ggml_v_expf (AVX-512 build), bit for bit (attention_detail.h expf_ggml; constants by their bits).
 float expf_ggml(float x) {
@@ -82,7 +89,7 @@ void main() {
 
   for (uint e = lane; e < TOKENS * dim; e += size) {
     const uint tq = e / dim, d = e % dim;
-    query[tq * kQueryStride + d] = t0 + tq < p.n_tokens ? F32Ptr(p.q + (uint64_t(t0 + tq) * p.n_head * dim + h * dim) * 4u).v[d] : 0.0;
+    query[tq * kQueryStride + d / 4u][d % 4u] = t0 + tq < p.n_tokens ? F32Ptr(p.q + (uint64_t(t0 + tq) * p.n_head * dim + h * dim) * 4u).v[d] : 0.0;
   }
   if (lane < TOKENS) {
     running_max[lane] = kMinusInfinity;
@@ -150,10 +157,12 @@ void main() {
           [[unroll]] for (uint k = 0; k < kPairs; ++k) key_words[a][k] = U32x2Ptr(key[k]).v[d0 / 4u + a];
         [[unroll]] for (uint a = 0; a < kKeyLoadsAhead; ++a) {
           const uint d = d0 + 4u * a;
+          vec4 queries[kPairs];
+          [[unroll]] for (uint k = 0; k < kPairs; ++k) queries[k] = query[query_row[k] + d / 4u];
           [[unroll]] for (uint i = 0; i < 4u; ++i) {
             [[unroll]] for (uint k = 0; k < kPairs; ++k) {
               const vec2 pair = unpackHalf2x16(i < 2u ? key_words[a][k].x : key_words[a][k].y);
-              score[k] = fma(query[query_row[k] + d + i], (i & 1u) == 0u ? pair.x : pair.y, score[k]);
+              score[k] = fma(queries[k][i], (i & 1u) == 0u ? pair.x : pair.y, score[k]);
             }
           }
         }
@@ -161,13 +170,13 @@ void main() {
     }
     [[unroll]] for (uint k = 0; k < kPairs; ++k) {
       const uint e = lane + k * 256u;
-      if (e < TOKENS * kTileCells) tile[(e % TOKENS) * kTileCells + e / TOKENS] = visible[k] ? score[k] : kMinusInfinity;
+      if (e < TOKENS * kTileCells) set_tile_value(e / TOKENS, e % TOKENS, visible[k] ? score[k] : kMinusInfinity);
     }
     barrier();
     // 2. Each token's maximum.
     if (lane < TOKENS) {
       float tile_max = kMinusInfinity;
-      for (uint c = 0; c < kTileCells; ++c) tile_max = max(tile_max, tile[lane * kTileCells + c]);
+      for (uint c = 0; c < kTileCells; ++c) tile_max = max(tile_max, tile_value(c, lane));
       const float m = running_max[lane];
       const float m_new = max(m, tile_max);
       tile_live[lane] = tile_max != kMinusInfinity ? 1u : 0u;
@@ -188,8 +197,9 @@ void main() {
     // 3. The weights, each formed once; -1 marks a cell out of the list or masked (the running
     // sum counts it as 0, as ggml's weight of a masked cell).
     for (uint e = lane; e < TOKENS * kTileCells; e += size) {
-      const float score = tile[e];
-      tile[e] = tile_live[e / kTileCells] != 0u && score != kMinusInfinity ? expf_ggml(score - running_max[e / kTileCells]) : -1.0;
+      const uint c = e / TOKENS, tq = e % TOKENS;
+      const float score = tile_value(c, tq);
+      set_tile_value(c, tq, tile_live[tq] != 0u && score != kMinusInfinity ? expf_ggml(score - running_max[tq]) : -1.0);
     }
     barrier();
     // 4. ggml_vec_soft_max_f32's sum: each group of 16 weights reduced, the groups summed in double.
@@ -197,7 +207,7 @@ void main() {
       double sum = 0.0;
       for (uint g = 0; g < kTileCells / 16u; ++g) {
         float group[16];
-        for (uint l = 0; l < 16; ++l) group[l] = max(tile[lane * kTileCells + 16u * g + l], 0.0);
+        for (uint l = 0; l < 16; ++l) group[l] = max(tile_value(16u * g + l, lane), 0.0);
         sum += double(reduce16(group));
       }
       running_sum[lane] = float(double(running_sum[lane]) + sum);
@@ -229,9 +239,16 @@ void main() {
           if (i < 0 || i >= int(step.n_view)) continue;
           // This invocation's tokens' weights of the cell (< 0: the token does not see it).
           float weights[TOKENS];
-          [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
-            const uint tq = token_group + j * n_groups;
-            weights[j] = tq < TOKENS ? tile[tq * kTileCells + c] : -1.0;
+          if (n_groups == 1u && TOKENS % 4u == 0u) {  // tokens 0 .. TOKENS - 1: whole vec4s of the cell
+            [[unroll]] for (uint j = 0; j < TOKENS; j += 4u) {
+              const vec4 four = tile[(c * TOKENS + j) / 4u];
+              [[unroll]] for (uint i = 0; i < 4u; ++i) weights[j + i] = four[i];
+            }
+          } else {
+            [[unroll]] for (uint j = 0; j < TOKENS; ++j) {
+              const uint tq = token_group + j * n_groups;
+              weights[j] = tq < TOKENS ? tile_value(c, tq) : -1.0;
+            }
           }
           [[unroll]] for (uint k = 0; k < kMaxDimsPerLane; ++k) {
             if (first_dim + k * size >= dim) break;

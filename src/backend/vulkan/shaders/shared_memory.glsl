@@ -19,11 +19,11 @@
 #define SHARED_GATED_MAX_TOKENS 16u
 #define SHARED_GATED_SUMS (SHARED_GATED_MAX_TOKENS * SHARED_GATED_ROWS)
 
-// attention.comp: `tokens` query rows of max_head_dim + 1 values (padded off the next row's
-// banks), a tile of 64 cells' scores per token, the tile's slots, four values per token (running
-// maximum, sum, rescale, live), and the Q8_0 staging of one head.
+// attention.comp: `tokens` query rows of max_head_dim + 4 values (rows of whole vec4s, padded off
+// the next row's banks), a tile of 64 cells' scores per token, the tile's slots, four values per
+// token (running maximum, sum, rescale, live), and the Q8_0 staging of one head.
 #define SHARED_ATTENTION_TILE_CELLS 64u
-#define SHARED_ATTENTION_QUERY(tokens, max_head_dim) ((tokens) * ((max_head_dim) + 1u))
+#define SHARED_ATTENTION_QUERY(tokens, max_head_dim) ((tokens) * (((max_head_dim) + 3u) / 4u * 4u + 4u))
 #define SHARED_ATTENTION_TILE(tokens) ((tokens) * SHARED_ATTENTION_TILE_CELLS)
 #define SHARED_ATTENTION_WORDS(tokens, max_head_dim)                                        \
   (SHARED_ATTENTION_QUERY(tokens, max_head_dim) + SHARED_ATTENTION_TILE(tokens) +           \
