@@ -42,8 +42,9 @@ void chain(void**& tail, T& next) {
   tail = &next.pNext;
 }
 
-// The widest N of the int8 x int8 -> int32 (accumulator and result) products of 16 x N x 32 on
-// subgroups that VK_NV_cooperative_matrix lists: 16 or 8, else 0.
+// 16 where VK_NV_cooperative_matrix lists int8 x int8 -> int32 (accumulator and result) products
+// of 16 x 16 x 32 on subgroups, else 0: matmul_coop.comp reads its scales in the element layout of
+// NVIDIA's 16 x 16 tiles (a device with 16 x 8 x 32 only takes the tiled kernel instead).
 uint32_t int8_matrix_n(VkPhysicalDevice device) {
   uint32_t count = 0;
   check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, nullptr),
@@ -51,15 +52,12 @@ uint32_t int8_matrix_n(VkPhysicalDevice device) {
   std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
   check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, shapes.data()),
         "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
-  uint32_t best = 0;
   for (const VkCooperativeMatrixPropertiesNV& s : shapes) {
     const bool int8 = s.AType == VK_COMPONENT_TYPE_SINT8_NV && s.BType == VK_COMPONENT_TYPE_SINT8_NV &&
                       s.CType == VK_COMPONENT_TYPE_SINT32_NV && s.DType == VK_COMPONENT_TYPE_SINT32_NV;
-    if (int8 && s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 && s.KSize == 32 && (s.NSize == 16 || s.NSize == 8)) {
-      best = std::max(best, s.NSize);
-    }
+    if (int8 && s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 && s.KSize == 32 && s.NSize == 16) return 16;
   }
-  return best;
+  return 0;
 }
 
 // Workgroup size of the tiled matrix kernel (matmul.comp), above the minimum of 128 Vulkan allows.

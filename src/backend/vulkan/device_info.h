@@ -30,7 +30,7 @@ struct DeviceFeatures {
   bool integer_dot_4x8_accelerated = false;  // ... and its packed signed 4x8 dot runs in hardware
   bool cooperative_matrix = false;        // VK_KHR_cooperative_matrix is offered (not used: glslang 11 lacks it)
   // VK_NV_cooperative_matrix's int8 x int8 -> int32 products of 16 x N x 32 on compute subgroups
-  // of 32 (matmul_coop.comp): N = 16 or 8, the widest the device lists; 0: none.
+  // of 32 (matmul_coop.comp): 16 where the device lists N = 16, else 0 (none used).
   uint32_t int8_matrix_n = 0;
   bool subgroup_size_control = false;     // VK_EXT_subgroup_size_control / Vulkan 1.3
 };
