@@ -157,13 +157,13 @@ void main() {
           [[unroll]] for (uint k = 0; k < kPairs; ++k) key_words[a][k] = U32x2Ptr(key[k]).v[d0 / 4u + a];
         [[unroll]] for (uint a = 0; a < kKeyLoadsAhead; ++a) {
           const uint d = d0 + 4u * a;
-          vec4 queries[kPairs];
-          [[unroll]] for (uint k = 0; k < kPairs; ++k) queries[k] = query[query_row[k] + d / 4u];
+          vec4 queries[kPairs], keys[kPairs];
+          [[unroll]] for (uint k = 0; k < kPairs; ++k) {
+            queries[k] = query[query_row[k] + d / 4u];
+            keys[k] = vec4(unpackHalf2x16(key_words[a][k].x), unpackHalf2x16(key_words[a][k].y));
+          }
           [[unroll]] for (uint i = 0; i < 4u; ++i) {
-            [[unroll]] for (uint k = 0; k < kPairs; ++k) {
-              const vec2 pair = unpackHalf2x16(i < 2u ? key_words[a][k].x : key_words[a][k].y);
-              score[k] = fma(queries[k][i], (i & 1u) == 0u ? pair.x : pair.y, score[k]);
-            }
+            [[unroll]] for (uint k = 0; k < kPairs; ++k) score[k] = fma(queries[k][i], keys[k][i], score[k]);
           }
         }
       }

@@ -19,10 +19,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32Ptr { uin
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32Ptr { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16Ptr { uint16_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16Ptr { float16_t v[]; };
-// Four f16 values in one 8-byte load, for rows read value after value (8-byte aligned).
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer F16x4Ptr { f16vec4 v[]; };
-// The same four f16 values as two words of f16 pairs (unpackHalf2x16), to be held in registers
-// before they are used (f16 locals would need shaderFloat16).
+// Four f16 values in one 8-byte load (8-byte aligned), as two words of f16 pairs for
+// unpackHalf2x16: held in registers before they are used (f16 locals would need shaderFloat16).
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer U32x2Ptr { uvec2 v[]; };
 // 16-byte loads: split quantized blocks (device_matrix.h) and packed int8 activations.
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer U128Ptr { uvec4 v[]; };
