@@ -35,6 +35,11 @@ struct WorkgroupGrid {
 };
 WorkgroupGrid fold_workgroups(const DeviceInfo& info, uint64_t n_groups);
 
+// Workgroups of per_group items each that cover n items.
+inline uint32_t groups_for(uint64_t n, uint32_t per_group) {
+  return static_cast<uint32_t>((n + per_group - 1) / per_group);
+}
+
 class CommandSequence {
  public:
   explicit CommandSequence(Device& device);

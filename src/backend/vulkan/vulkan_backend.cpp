@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "backend/backend_checks.h"
+#include "backend/vulkan/attention_step.h"
 #include "backend/vulkan/device_matrix.h"
 #include "backend/vulkan/row_dot_table.h"
 #include "backend/vulkan/shader_push.h"
@@ -44,68 +45,6 @@ constexpr uint32_t kNormWorkgroup = 256;
 constexpr uint32_t kElementWorkgroup = 256;
 constexpr uint32_t kHeadWorkgroup = 64;
 constexpr uint32_t kAttentionWorkgroup = 128;
-// attention_combine.comp: four groups of 64 invocations merge a quarter of the chunks each.
-constexpr uint32_t kCombineWorkgroup = 256;
-
-// The attention schemes of llama.cpp's CPU flash attention, which the CPU backend follows and the
-// attention shaders reproduce (backend/cpu/attention.h): batches of 64+ tokens tiled (head sizes
-// a multiple of 16), single tokens over 512+ padded cells split-KV, else one row. Here every
-// batch of fewer than 64 tokens over 512+ padded cells is split-KV, not only single tokens: a
-// one-row workgroup is a serial chain over every listed key (~0.75 us a key on the H200), so a
-// 7-token probe after 512 tokens took 26.4 ms against 12.0 ms after 16 (H100, gemma4-12b preset),
-// and with the ring full each layer would wait ~3 ms. Split-KV chunks are split_kv_chunk_keys
-// listed keys each (tuning.h; longer where a batch's tokens would need more chunks than the
-// partials hold), one workgroup per (token, head, chunk): the GPU's parallelism decides them, not
-// llama.cpp's thread count (the CPU backend's chunks). From 512 cells on the partial sums are
-// therefore grouped unlike the CPU backend's; the results stay within the thresholds
-// (VulkanBackend.LongBatchAndSplitKvDecodeMatchTheCpu). H200, ring full: 60.4 -> 90.1 tok/s with 64
-// chunks against the host's 16 (docs/benchmarks.md; measured with 64 chunks of cells); chunks of
-// 32 keys instead of 64 then gave +10% on an H100 (tuning.cpp: the default since).
-uint32_t split_kv_max_chunks(uint32_t chunk_keys) { return (kKvSlots + chunk_keys - 1) / chunk_keys; }
-
-struct AttentionScheme {
-  uint32_t scheme = 0;  // 0 one-row, 1 split-KV, 2 tiled
-  int32_t first_cell = 0;
-  uint32_t n_chunks = 1, chunk_cells = 0;
-};
-
-// Whether a step's attention is tiled (attention.comp): decided by the step's shape alone, so that
-// a recorded pass holds the right kernel for any view (whether it splits is the view's, and the
-// pass's shape records it).
-bool tiled_attention(uint32_t n_tokens, int head_dim) { return n_tokens >= 64 && head_dim % 16 == 0; }
-
-// The keys of each split-KV chunk for n_tokens tokens over n_view listed keys: chunk_keys, or
-// more where n_tokens x the chunks would pass the max_chunks partials a head has; 0 where even
-// one chunk a token would.
-uint32_t split_chunk_keys(uint32_t n_tokens, uint32_t n_view, uint32_t chunk_keys, uint32_t max_chunks) {
-  const uint32_t chunks_per_token = max_chunks / n_tokens;
-  if (chunks_per_token == 0) return 0;
-  const uint32_t needed = (n_view + chunks_per_token - 1) / chunks_per_token;
-  return std::max(chunk_keys, (needed + 15) / 16 * 16);  // whole batches of the shader's 16 keys
-}
-
-AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_view, int32_t first_cell,
-                                 uint32_t chunk_keys) {
-  constexpr int64_t kSplitKvMinCells = 512, kCellPadding = 256;
-  AttentionScheme a;
-  a.first_cell = first_cell;
-  const int64_t used = int64_t{first_cell} + n_view;
-  const int64_t padded = std::max(kCellPadding, (used + kCellPadding - 1) / kCellPadding * kCellPadding);
-  if (tiled_attention(n_tokens, head_dim)) {
-    a.scheme = 2;
-  } else if (padded >= kSplitKvMinCells) {
-    const uint32_t keys = split_chunk_keys(n_tokens, n_view, chunk_keys, split_kv_max_chunks(chunk_keys));
-    if (keys == 0) return a;
-    a.scheme = 1;
-    // Chunks over the list's positions: the shader's cell c is list index c.
-    a.first_cell = 0;
-    a.chunk_cells = keys;
-    a.n_chunks = (n_view + keys - 1) / keys;
-  }
-  return a;
-}
-
-uint32_t groups_for(uint64_t n, uint32_t per_group) { return static_cast<uint32_t>((n + per_group - 1) / per_group); }
 
 std::string type_suffix(GgmlType type) {
   std::string name(ggml_type_traits(type).name);
@@ -511,28 +450,19 @@ VulkanBackend::AttentionSplit VulkanBackend::write_attention_steps(const Attenti
   const ListedView global = write_view(view.global_slots, global_view_);
   const ListedView sliding = write_view(view.sliding_slots, sliding_view_);
   const ModelConfig& config = model_->config();
-  const DeviceInfo& info = device_->info();
-  const auto set_groups = [&](uint32_t (&groups)[3], uint64_t n_groups) {
-    const WorkgroupGrid grid = fold_workgroups(info, n_groups);  // {0, 1} for none
-    groups[0] = grid.x;
-    groups[1] = grid.y;
-    groups[2] = 1;
-  };
   auto* steps = reinterpret_cast<AttentionStepParams*>(attention_steps_.mapped());
   AttentionSplit split_layers;
   for (int il = 0; il < config.n_layer; ++il) {
     const LayerConfig& lc = config.layers[il];
     const ListedView& listed = lc.sliding ? sliding : global;
-    const AttentionScheme a = attention_scheme(n_tokens, lc.head_dim, listed.count, listed.first_cell, split_kv_chunk_keys_);
-    AttentionStepParams& p = steps[il];
-    p = AttentionStepParams{listed.count, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}, {}, 0};
-    // Tiled: a workgroup per (block of tiled_attention_tokens_ tokens, head); split-KV: per (head,
-    // chunk), then the chunks merged per head; one-row: per (token, head).
-    const bool split = a.scheme == 1;
-    (lc.sliding ? split_layers.sliding : split_layers.global) |= split;
-    set_groups(p.attention_groups, a.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_attention_tokens_)} * lc.n_head
-                                                 : uint64_t{n_tokens} * lc.n_head * (split ? a.n_chunks : 1));
-    set_groups(p.combine_groups, split ? uint64_t{n_tokens} * lc.n_head : 0);
+    // The scheme, and its workgroups: tiled per (block of tiled_attention_tokens_ tokens, head);
+    // split-KV per (token, head, chunk), then the chunks merged per (token, head); one-row per
+    // (token, head).
+    const AttentionStepParams p = attention_step_params(device_->info(), n_tokens, lc.head_dim, lc.n_head,
+                                                        listed.count, listed.first_cell, split_kv_chunk_keys_,
+                                                        tiled_attention_tokens_);
+    steps[il] = p;  // mapped memory, written and not read back
+    (lc.sliding ? split_layers.sliding : split_layers.global) |= p.scheme == 1;
   }
   return split_layers;
 }
