@@ -9,17 +9,19 @@
 # VARIANTS="NAME=VALUE ..." also runs the new binary once per round with each environment setting
 # (e.g. VARIANTS="CHANNEL_VULKAN_NORM_WORKGROUP=256 CHANNEL_VULKAN_NORM_WORKGROUP=1024"); '+' joins
 # several settings into one variant (CHANNEL_VULKAN_MATVEC=128,2,2,2,4+CHANNEL_VULKAN_GATED_WORKGROUP=1024).
-# GPU_TESTS=PATTERN runs only the tests that gtest filter names. MATVEC_SHAPES="T,R,SR,B,S ..."
+# BENCH_ARGS replaces the bench arguments (default "-p 512 -n GEN_TOKENS -r 3"; e.g. "-p 512 -n 1 -r 5
+# --no-full-ring" to time prefill alone). GPU_TESTS=PATTERN runs only the tests that gtest filter names. MATVEC_SHAPES="T,R,SR,B,S ..."
 # first times those matrix-vector shapes on the model's matrices (channel_vulkan_matvec_bench).
 # RING_PROFILE="default NAME=VALUE ..." last profiles the new binary's ring-full decode once per
 # variant (CHANNEL_VULKAN_PROFILE=1; "default" for no setting) and prints its attention stages;
 # PROFILE_BINARIES="channel_base channel" profiles each of these binaries the same way.
 # Each run's table lines (prefill, decode, probe, snapshot) and its warm-up figures (a shape's
 # first run: the prefill warm-up records its pass) are kept.
-# usage: [ROUNDS=2] [BINARIES=...] [GPU_TESTS=1] [VARIANTS=...] [RING_PROFILE=...] [PROFILE_BINARIES=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
+# usage: [ROUNDS=2] [BINARIES=...] [BENCH_ARGS=...] [GPU_TESTS=1] [VARIANTS=...] [RING_PROFILE=...] [PROFILE_BINARIES=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
 set -uo pipefail
 PRESET=${1:-gemma3-12b}
 GEN=${2:-64}
+BENCH_ARGS=${BENCH_ARGS:-"-p 512 -n $GEN -r 3"}
 source "$PWD/bench/device/preamble.sh"
 source "$R/bench/device/vulkan-env.sh"
 if [ "${GPU_TESTS:-0}" != 0 ]; then
@@ -36,13 +38,13 @@ fi
 for round in $(seq "${ROUNDS:-2}"); do
   for binary in ${BINARIES:-channel_base channel}; do
     echo "== round $round: $binary"
-    timeout 200 "$R/.devrun/$binary" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json 2>/tmp/ab-err.txt |
+    timeout 200 "$R/.devrun/$binary" bench --gpu -m /tmp/ab-model.gguf $BENCH_ARGS --json 2>/tmp/ab-err.txt |
       grep -E "^(prefill|decode|discrete|snapshot)" | tee -a "$OUT/ab-$binary.txt"
     grep "warm-up" /tmp/ab-err.txt | tee -a "$OUT/ab-$binary.txt"
   done
   for variant in ${VARIANTS:-}; do
     echo "== round $round: channel with $variant"
-    env ${variant//+/ } timeout 200 "$R/.devrun/channel" bench --gpu -m /tmp/ab-model.gguf -p 512 -n "$GEN" -r 3 --json \
+    env ${variant//+/ } timeout 200 "$R/.devrun/channel" bench --gpu -m /tmp/ab-model.gguf $BENCH_ARGS --json \
       2>/tmp/ab-err.txt | grep -E "^(prefill|decode|discrete|snapshot)" | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
     grep "warm-up" /tmp/ab-err.txt | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
   done
