@@ -39,9 +39,10 @@ void list_gpus() {
                yes_no(f.shader_int8), yes_no(f.buffer_device_address), yes_no(f.shader_int64),
                yes_no(f.shader_float64), yes_no(f.subgroup_arithmetic), yes_no(f.subgroup_shuffle));
     fmt::print("            integer dot product {} (4x8 accelerated {}), cooperative matrix (KHR) {}, "
-               "int8 cooperative matrix (NV) {}\n",
+               "int8 cooperative matrix (NV) {}, pipeline statistics {}\n",
                yes_no(f.integer_dot_product), yes_no(f.integer_dot_4x8_accelerated), yes_no(f.cooperative_matrix),
-               f.int8_matrix_n != 0 ? fmt::format("16x{}x32", f.int8_matrix_n) : std::string("no"));
+               f.int8_matrix_n != 0 ? fmt::format("16x{}x32", f.int8_matrix_n) : std::string("no"),
+               yes_no(f.pipeline_executable_info));
     if (d.usable()) {
       fmt::print("  usable: yes\n");
     } else {

@@ -94,6 +94,9 @@ Device::Device(std::optional<uint32_t> index) {
   size_control.computeFullSubgroups = VK_FALSE;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   coop.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  executable.pipelineExecutableInfo = VK_TRUE;
   features.pNext = &f11;
   f11.pNext = &f12;
   void** tail = &f12.pNext;
@@ -112,6 +115,11 @@ Device::Device(std::optional<uint32_t> index) {
     *tail = &coop;
     tail = &coop.pNext;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  if (f.pipeline_executable_info) {  // costs nothing until a pipeline asks for its statistics
+    *tail = &executable;
+    tail = &executable.pNext;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   }
 
   const float priority = 1.0f;

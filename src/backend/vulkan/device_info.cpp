@@ -109,6 +109,8 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   const bool size_control_ext = has_device_extension(device, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   const bool maintenance4_ext = has_device_extension(device, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
   const bool coop_nv_ext = has_device_extension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  const bool executable_properties_ext =
+      has_device_extension(device, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
   DeviceInfo info;
   info.index = index;
@@ -169,7 +171,10 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_features{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   if (coop_nv_ext) chain(tail, coop_features);
+  if (executable_properties_ext) chain(tail, executable_features);
   if (v12) {
     chain(tail, f11);
     chain(tail, f12);
@@ -195,6 +200,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
   // VK_KHR_cooperative_matrix is newer than the Debian 12 headers: looked up by name.
   f.cooperative_matrix = has_device_extension(device, "VK_KHR_cooperative_matrix");
   f.subgroup_size_control = (v13 || size_control_ext) && size_control_features.subgroupSizeControl;
+  f.pipeline_executable_info = executable_properties_ext && executable_features.pipelineExecutableInfo;
   const bool coop_in_compute = (coop.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   if (coop_nv_ext && coop_features.cooperativeMatrix && coop_in_compute && f.shader_int8 &&
       info.min_subgroup_size == 32 && info.max_subgroup_size == 32) {

@@ -33,6 +33,9 @@ struct DeviceFeatures {
   // of 32 (matmul_coop.comp): 16 where the device lists N = 16, else 0 (none used).
   uint32_t int8_matrix_n = 0;
   bool subgroup_size_control = false;     // VK_EXT_subgroup_size_control / Vulkan 1.3
+  // VK_KHR_pipeline_executable_properties: the driver's statistics of each compiled pipeline
+  // (registers, spills, ...) on request (CHANNEL_VULKAN_PIPELINE_STATS=1); no kernel depends on it.
+  bool pipeline_executable_info = false;
 };
 
 struct DeviceInfo {

@@ -1,12 +1,16 @@
 #include "backend/vulkan/pipeline.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backend/vulkan/shader_registry.h"
 
 namespace channel::vulkan {
 
-PipelineCache::PipelineCache(Device& device) : PipelineCache(device, std::span<const uint8_t>{}) {}
+PipelineCache::PipelineCache(Device& device, bool capture_statistics)
+    : PipelineCache(device, std::span<const uint8_t>{}) {
+  capture_statistics_ = capture_statistics && device.info().features.pipeline_executable_info;
+}
 
 PipelineCache::PipelineCache(Device& device, std::span<const uint8_t> initial_data) : device_(device) {
   const VolkDeviceTable& fn = device.fn();
@@ -61,6 +65,7 @@ const ComputePipeline& PipelineCache::get(std::string_view shader, std::span<con
   create.stage.pName = "main";
   create.stage.pSpecializationInfo = specialization.empty() ? nullptr : &spec;
   create.layout = layout_;
+  if (capture_statistics_) create.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   auto pipeline = std::make_unique<ComputePipeline>();
   const VkResult result =
       fn.vkCreateComputePipelines(device_.handle(), cache_, 1, &create, nullptr, &pipeline->pipeline_);
@@ -68,7 +73,20 @@ const ComputePipeline& PipelineCache::get(std::string_view shader, std::span<con
   check(result, fmt::format("vkCreateComputePipelines ({})", shader));
   pipeline->layout_ = layout_;
   pipeline->name_ = std::string(shader);
-  return *pipelines_.emplace(std::move(key), std::move(pipeline)).first->second;
+  ComputePipeline& made = *pipelines_.emplace(std::move(key), std::move(pipeline)).first->second;
+  // (Kept first: the destructor frees it should the driver's statistics fail to read.)
+  if (capture_statistics_) made.statistics_ = read_pipeline_statistics(device_, made.pipeline_);
+  return made;
+}
+
+std::vector<std::string> PipelineCache::statistics_report() const {
+  std::vector<std::string> lines;
+  for (const auto& [key, pipeline] : pipelines_) {
+    if (pipeline->statistics_.empty()) continue;
+    lines.push_back(fmt::format("{} [{}]: {}", key.first, fmt::join(key.second, ","),
+                                format_pipeline_statistics(pipeline->statistics_)));
+  }
+  return lines;
 }
 
 std::vector<uint8_t> PipelineCache::serialize() const {

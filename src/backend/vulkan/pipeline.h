@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/vulkan/device.h"
+#include "backend/vulkan/pipeline_statistics.h"
 
 namespace channel::vulkan {
 
@@ -28,17 +29,23 @@ class ComputePipeline {
   VkPipeline handle() const { return pipeline_; }
   VkPipelineLayout layout() const { return layout_; }
   const std::string& name() const { return name_; }
+  // The driver's statistics (pipeline_statistics.h), read once at creation where the cache
+  // captures them; empty otherwise.
+  std::span<const PipelineStatistic> statistics() const { return statistics_; }
 
  private:
   friend class PipelineCache;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   std::string name_;
+  std::vector<PipelineStatistic> statistics_;
 };
 
 class PipelineCache {
  public:
-  explicit PipelineCache(Device& device);
+  // capture_statistics: pipelines are created with the driver's statistics captured (where the
+  // device has VK_KHR_pipeline_executable_properties; drivers may then skip their own caches).
+  explicit PipelineCache(Device& device, bool capture_statistics = false);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -54,8 +61,13 @@ class PipelineCache {
 
   size_t size() const { return pipelines_.size(); }
 
+  // One line per pipeline made so far, "shader [specialization constants]: statistics", for
+  // those whose statistics were captured.
+  std::vector<std::string> statistics_report() const;
+
  private:
   Device& device_;
+  bool capture_statistics_ = false;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;  // push constants only, shared by all pipelines
   std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<ComputePipeline>, std::less<>> pipelines_;

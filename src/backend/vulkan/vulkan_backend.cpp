@@ -81,7 +81,10 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
   if (options_.layers_per_submit < 1) fail("--layers-per-submit must be at least 1");
   refuse_unsupported_features(model_->config());
   device_ = std::make_unique<Device>(options_.device_index);
-  pipelines_ = std::make_unique<PipelineCache>(*device_);
+  // CHANNEL_VULKAN_PIPELINE_STATS=1: each pipeline's driver statistics (registers a thread on
+  // NVIDIA), printed when the backend closes.
+  const char* pipeline_stats = std::getenv("CHANNEL_VULKAN_PIPELINE_STATS");
+  pipelines_ = std::make_unique<PipelineCache>(*device_, pipeline_stats != nullptr && std::string_view(pipeline_stats) == "1");
   tiled_attention_tokens_ =
       tiled_attention_tokens(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
   split_kv_chunk_keys_ = split_kv_chunk_keys(kKvSlots);
@@ -99,6 +102,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
 VulkanBackend::~VulkanBackend() {
   if (!device_) return;
   device_->wait_idle();
+  for (const std::string& line : pipelines_->statistics_report()) fmt::print(stderr, "vulkan pipeline {}\n", line);
   if (profiling_ && !profile_ns_.empty()) {
     double total = 0;
     for (const auto& [stage, time] : profile_ns_) total += time.ns;
