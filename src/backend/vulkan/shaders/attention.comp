@@ -58,7 +58,9 @@ shared uint tile_live[TOKENS];  // 1: the token sees a key of the tile
 float tile_value(uint cell, uint token) { const uint i = cell * TOKENS + token; return tile[i / 4u][i % 4u]; }
 void set_tile_value(uint cell, uint token, float value) { const uint i = cell * TOKENS + token; tile[i / 4u][i % 4u] = value; }
 
-// ggml_v_expf (AVX-512 build), bit for bit (attention_detail.h expf_ggml; constants by their bits).
+// ggml_v_expf (AVX-512 build), bit for bit (attention_detail.h expf_ggml; constants by their bits)
+// where the device fuses fma(): Vulkan lets fma() round its product apart, and lavapipe does, so
+// there the results are within an ulp or so instead (VulkanAttention's bounds allow for it).
 float expf_ggml(float x) {
   const float shift = uintBitsToFloat(0x4b400000u);  // 0x1.8p23
   const float log2e = uintBitsToFloat(0x3fb8aa3bu), ln2_hi = uintBitsToFloat(0x3f317200u), ln2_lo = uintBitsToFloat(0x35bfbe8eu);
