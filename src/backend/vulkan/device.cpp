@@ -17,11 +17,9 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 std::vector<VkQueueFamilyProperties> queue_families(VkPhysicalDevice device) {
-  uint32_t count = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
-  std::vector<VkQueueFamilyProperties> families(count);
-  vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
-  return families;
+  return enumerate<VkQueueFamilyProperties>(
+      [&](uint32_t* n, VkQueueFamilyProperties* data) { vkGetPhysicalDeviceQueueFamilyProperties(device, n, data); },
+      "vkGetPhysicalDeviceQueueFamilyProperties");
 }
 
 // The queue family for compute: one with compute but no graphics if there is one (a dedicated

@@ -46,12 +46,11 @@ void chain(void**& tail, T& next) {
 // of 16 x 16 x 32 on subgroups, else 0: matmul_coop.comp reads its scales in the element layout of
 // NVIDIA's 16 x 16 tiles (a device with 16 x 8 x 32 only takes the tiled kernel instead).
 uint32_t int8_matrix_n(VkPhysicalDevice device) {
-  uint32_t count = 0;
-  check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, nullptr),
-        "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
-  std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-  check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, shapes.data()),
-        "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  const auto shapes = enumerate<VkCooperativeMatrixPropertiesNV>(
+      [&](uint32_t* n, VkCooperativeMatrixPropertiesNV* data) {
+        return vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, n, data);
+      },
+      "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV", {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
   for (const VkCooperativeMatrixPropertiesNV& s : shapes) {
     const bool int8 = s.AType == VK_COMPONENT_TYPE_SINT8_NV && s.BType == VK_COMPONENT_TYPE_SINT8_NV &&
                       s.CType == VK_COMPONENT_TYPE_SINT32_NV && s.DType == VK_COMPONENT_TYPE_SINT32_NV;
@@ -81,20 +80,15 @@ std::string version_text(uint32_t v) {
 }
 
 std::vector<VkPhysicalDevice> enumerate_physical_devices(VkInstance instance) {
-  uint32_t count = 0;
-  check(vkEnumeratePhysicalDevices(instance, &count, nullptr), "vkEnumeratePhysicalDevices");
-  std::vector<VkPhysicalDevice> devices(count);
-  check(vkEnumeratePhysicalDevices(instance, &count, devices.data()), "vkEnumeratePhysicalDevices");
-  devices.resize(count);
-  return devices;
+  return enumerate<VkPhysicalDevice>(
+      [&](uint32_t* n, VkPhysicalDevice* data) { return vkEnumeratePhysicalDevices(instance, n, data); },
+      "vkEnumeratePhysicalDevices");
 }
 
 bool has_device_extension(VkPhysicalDevice device, const char* name) {
-  uint32_t count = 0;
-  check(vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr), "vkEnumerateDeviceExtensionProperties");
-  std::vector<VkExtensionProperties> extensions(count);
-  check(vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data()),
-        "vkEnumerateDeviceExtensionProperties");
+  const auto extensions = enumerate<VkExtensionProperties>(
+      [&](uint32_t* n, VkExtensionProperties* data) { return vkEnumerateDeviceExtensionProperties(device, nullptr, n, data); },
+      "vkEnumerateDeviceExtensionProperties");
   return std::any_of(extensions.begin(), extensions.end(),
                      [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
 }

@@ -1,10 +1,10 @@
 #include "backend/vulkan/instance.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
+#include "backend/vulkan/tuning.h"
 #include "core/error.h"
 
 namespace channel::vulkan {
@@ -12,16 +12,8 @@ namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
-bool validation_requested() {
-  const char* value = std::getenv("CHANNEL_VULKAN_VALIDATION");
-  return value != nullptr && std::strcmp(value, "1") == 0;
-}
-
 bool layer_available(const char* name) {
-  uint32_t count = 0;
-  if (vkEnumerateInstanceLayerProperties(&count, nullptr) != VK_SUCCESS) return false;
-  std::vector<VkLayerProperties> layers(count);
-  if (vkEnumerateInstanceLayerProperties(&count, layers.data()) != VK_SUCCESS) return false;
+  const auto layers = enumerate<VkLayerProperties>(vkEnumerateInstanceLayerProperties, "vkEnumerateInstanceLayerProperties");
   for (const VkLayerProperties& layer : layers) {
     if (std::strcmp(layer.layerName, name) == 0) return true;
   }
@@ -58,7 +50,7 @@ Instance::Instance() {
   app.apiVersion = api_version_;
 
   std::vector<const char*> layers;
-  if (validation_requested()) {
+  if (diagnostic_switch("CHANNEL_VULKAN_VALIDATION")) {
     if (!layer_available(kValidationLayer)) {
       fail("CHANNEL_VULKAN_VALIDATION=1 but {} is not installed (Debian package vulkan-validationlayers)",
            kValidationLayer);

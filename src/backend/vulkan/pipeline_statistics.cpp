@@ -23,26 +23,22 @@ std::vector<PipelineStatistic> read_pipeline_statistics(const Device& device, Vk
   const VolkDeviceTable& fn = device.fn();
   VkPipelineInfoKHR pipeline_info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
   pipeline_info.pipeline = pipeline;
-  uint32_t n_executables = 0;
-  check(fn.vkGetPipelineExecutablePropertiesKHR(device.handle(), &pipeline_info, &n_executables, nullptr),
-        "vkGetPipelineExecutablePropertiesKHR");
-  std::vector<VkPipelineExecutablePropertiesKHR> executables(
-      n_executables, VkPipelineExecutablePropertiesKHR{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
-  check(fn.vkGetPipelineExecutablePropertiesKHR(device.handle(), &pipeline_info, &n_executables, executables.data()),
-        "vkGetPipelineExecutablePropertiesKHR");
-  for (uint32_t e = 0; e < n_executables; ++e) {
+  const auto executables = enumerate<VkPipelineExecutablePropertiesKHR>(
+      [&](uint32_t* n, VkPipelineExecutablePropertiesKHR* data) {
+        return fn.vkGetPipelineExecutablePropertiesKHR(device.handle(), &pipeline_info, n, data);
+      },
+      "vkGetPipelineExecutablePropertiesKHR", {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  for (uint32_t e = 0; e < executables.size(); ++e) {
     VkPipelineExecutableInfoKHR executable{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
     executable.pipeline = pipeline;
     executable.executableIndex = e;
-    uint32_t n_statistics = 0;
-    check(fn.vkGetPipelineExecutableStatisticsKHR(device.handle(), &executable, &n_statistics, nullptr),
-          "vkGetPipelineExecutableStatisticsKHR");
-    std::vector<VkPipelineExecutableStatisticKHR> values(
-        n_statistics, VkPipelineExecutableStatisticKHR{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
-    check(fn.vkGetPipelineExecutableStatisticsKHR(device.handle(), &executable, &n_statistics, values.data()),
-          "vkGetPipelineExecutableStatisticsKHR");
-    for (uint32_t i = 0; i < n_statistics; ++i) {
-      statistics.push_back({executables[e].name, values[i].name, statistic_value(values[i])});
+    const auto values = enumerate<VkPipelineExecutableStatisticKHR>(
+        [&](uint32_t* n, VkPipelineExecutableStatisticKHR* data) {
+          return fn.vkGetPipelineExecutableStatisticsKHR(device.handle(), &executable, n, data);
+        },
+        "vkGetPipelineExecutableStatisticsKHR", {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    for (const VkPipelineExecutableStatisticKHR& value : values) {
+      statistics.push_back({executables[e].name, value.name, statistic_value(value)});
     }
   }
   return statistics;

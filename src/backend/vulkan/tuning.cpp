@@ -72,6 +72,10 @@ constexpr uint64_t kDiscretePrefetchBytes = uint64_t{12} << 20;
 
 }  // namespace
 
+bool diagnostic_switch(const char* name) {
+  return env_number(name, "1 (on) or 0 (off)", in_range(0, 1)).value_or(0) == 1;
+}
+
 // A CPU driver (lavapipe) pays per invocation, so its matrix-vector workgroups are one subgroup
 // wide and cover many rows (on a 128-wide embedding the default shape left 124 of 128 invocations
 // idle: decode 0.3 tok/s against 11 with this shape).

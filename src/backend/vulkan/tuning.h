@@ -11,6 +11,11 @@
 //   CHANNEL_VULKAN_NORM_WORKGROUP=N      norm_quantize.comp's threads per workgroup
 //   CHANNEL_VULKAN_SPLIT_KV_KEYS=N       listed keys per chunk of split-KV decode attention
 //   CHANNEL_VULKAN_PREFETCH_MB=N         MiB of weights each prefetch reads (0: none)
+// and its diagnostic switches, 1 (on) or 0 (off, as when unset):
+//   CHANNEL_VULKAN_PROFILE=1             GPU time per stage of the forward pass, printed at close
+//   CHANNEL_VULKAN_PIPELINE_STATS=1      the driver's statistics of every pipeline, printed at close
+//   CHANNEL_VULKAN_VALIDATION=1          Khronos validation layer on the instance
+// Every CHANNEL_VULKAN_* variable the backend reads is read through this file.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,9 @@
 #include "backend/vulkan/matmul_kernels.h"
 
 namespace channel::vulkan {
+
+// Whether diagnostic switch `name` (one of the three above) is 1; a value other than 0 or 1 fails.
+bool diagnostic_switch(const char* name);
 
 // The matrix kernels' options for this device (MatmulKernels checks them against it).
 MatmulKernels::Options matmul_options(const DeviceInfo& info);

@@ -83,8 +83,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
   device_ = std::make_unique<Device>(options_.device_index);
   // CHANNEL_VULKAN_PIPELINE_STATS=1: each pipeline's driver statistics (registers a thread on
   // NVIDIA), printed when the backend closes.
-  const char* pipeline_stats = std::getenv("CHANNEL_VULKAN_PIPELINE_STATS");
-  pipelines_ = std::make_unique<PipelineCache>(*device_, pipeline_stats != nullptr && std::string_view(pipeline_stats) == "1");
+  pipelines_ = std::make_unique<PipelineCache>(*device_, diagnostic_switch("CHANNEL_VULKAN_PIPELINE_STATS"));
   tiled_attention_tokens_ =
       tiled_attention_tokens(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
   split_kv_chunk_keys_ = split_kv_chunk_keys(kKvSlots);
@@ -93,8 +92,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
                                                prefetch_budget_bytes(device_->info(), options_.prefetch_bytes));
   transfer_ = std::make_unique<Transfer>(*device_);
   adhoc_.commands = std::make_unique<CommandSequence>(*device_);
-  const char* profile = std::getenv("CHANNEL_VULKAN_PROFILE");
-  profiling_ = profile != nullptr && std::string_view(profile) == "1";
+  profiling_ = diagnostic_switch("CHANNEL_VULKAN_PROFILE");
   upload_weights();
   allocate_state();
 }

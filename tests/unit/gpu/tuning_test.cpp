@@ -45,6 +45,24 @@ std::string error_of(F f) {
   return "";
 }
 
+TEST(VulkanTuning, DiagnosticSwitchIsOneOrZero) {
+  EXPECT_FALSE(diagnostic_switch("CHANNEL_VULKAN_PROFILE"));  // unset
+  {
+    ScopedEnv on("CHANNEL_VULKAN_PROFILE", "1");
+    EXPECT_TRUE(diagnostic_switch("CHANNEL_VULKAN_PROFILE"));
+  }
+  {
+    ScopedEnv off("CHANNEL_VULKAN_PROFILE", "0");
+    EXPECT_FALSE(diagnostic_switch("CHANNEL_VULKAN_PROFILE"));
+  }
+  for (const char* bad : {"yes", "2", "", "1 "}) {
+    ScopedEnv value("CHANNEL_VULKAN_PROFILE", bad);
+    EXPECT_NE(error_of([] { diagnostic_switch("CHANNEL_VULKAN_PROFILE"); }).find("CHANNEL_VULKAN_PROFILE must be 1 (on) or 0 (off)"),
+              std::string::npos)
+        << "value '" << bad << "'";
+  }
+}
+
 TEST(VulkanTuning, MatvecShapeTakesThreeToFiveNumbers) {
   MatmulKernels::Options options;
   const uint32_t blocks = options.matvec_q_blocks, split = options.matvec_split;
