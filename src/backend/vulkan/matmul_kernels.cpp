@@ -132,17 +132,17 @@ MatmulKernels::QuantMatvecShape MatmulKernels::quant_matvec_shape(int64_t cols) 
   return {std::max(1u, options_.matvec_q_rows / split), split};
 }
 
-const ComputePipeline& MatmulKernels::matvec_pipeline(GgmlType type, int64_t cols, uint32_t tokens) {
+MatmulKernels::MatvecKernel MatmulKernels::matvec_kernel(GgmlType type, int64_t cols, uint32_t tokens) {
   const uint32_t workgroup = options_.matvec_workgroup;
   if (is_quantized(type)) {
     const QuantMatvecShape shape = quant_matvec_shape(cols);
     const uint32_t specialization[] = {workgroup, shape.rows, options_.matvec_subgroup_rows, tokens,
                                        options_.matvec_q_blocks, shape.split};
-    return pipelines_.get("matvec_q_" + type_suffix(type) + (integer_dot_ ? "_dot" : ""), specialization);
+    return {pipelines_.get("matvec_q_" + type_suffix(type) + (integer_dot_ ? "_dot" : ""), specialization), shape.rows};
   }
   const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
   const uint32_t specialization[] = {workgroup, options_.matvec_rows, tokens, (workgroup + min_subgroup - 1) / min_subgroup};
-  return pipelines_.get("matvec_" + type_suffix(type), specialization);
+  return {pipelines_.get("matvec_" + type_suffix(type), specialization), options_.matvec_rows};
 }
 
 uint32_t MatmulKernels::cooperative_tile_rows(int64_t n_tokens) const {
@@ -292,9 +292,9 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
     return;
   }
   if (kernel == MatmulKernel::kMatvec) {
-    const uint32_t rows = is_quantized(w.type) ? quant_matvec_shape(w.cols).rows : options_.matvec_rows;
-    const uint64_t groups = (static_cast<uint64_t>(n_out) + rows - 1) / rows;
-    seq.dispatch_groups(matvec_pipeline(w.type, w.cols, tokens_per_pass(x.n_tokens)), push, groups);
+    const MatvecKernel matvec = matvec_kernel(w.type, w.cols, tokens_per_pass(x.n_tokens));
+    const uint64_t groups = (static_cast<uint64_t>(n_out) + matvec.rows - 1) / matvec.rows;
+    seq.dispatch_groups(matvec.pipeline, push, groups);
   } else {
     const int64_t tile_rows = 16 * int64_t{options_.tiled_rows_per_thread};
     const int64_t groups_x = (n_out + tile_rows - 1) / tile_rows;

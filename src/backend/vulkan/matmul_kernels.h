@@ -162,7 +162,13 @@ class MatmulKernels {
     uint32_t split;
   };
   QuantMatvecShape quant_matvec_shape(int64_t cols) const;
-  const ComputePipeline& matvec_pipeline(GgmlType type, int64_t cols, uint32_t tokens_per_pass);
+  // The matrix-vector pipeline for a matrix of `type` with rows of `cols` values, and the rows each
+  // of its workgroups covers.
+  struct MatvecKernel {
+    const ComputePipeline& pipeline;
+    uint32_t rows;
+  };
+  MatvecKernel matvec_kernel(GgmlType type, int64_t cols, uint32_t tokens_per_pass);
   MatmulPush matmul_push(const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids, int64_t n_out,
                          VkDeviceAddress out, int64_t out_stride) const;
   const ComputePipeline& tiled_pipeline(GgmlType type);
