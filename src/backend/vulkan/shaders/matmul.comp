@@ -14,6 +14,7 @@
 // distinct shared-memory banks). Specialization constants: 0 TM, rows per thread (the tile has
 // BM = 16 TM rows: more rows per thread, fewer shared-memory reads per product); 1 K_BLOCKS,
 // Q4_0 / Q8_0 blocks of 32 values per step (more blocks, fewer barriers per row).
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "matmul_params.glsl"
 #if defined(TYPE_Q4_0) || defined(TYPE_Q8_0)
@@ -40,8 +41,10 @@ shared uint w_tile[SHARED_MATMUL_TILE(K_BLOCKS, BM)];
 shared float w_scale[SHARED_MATMUL_SCALES(K_BLOCKS, BM)];
 shared uint x_tile[SHARED_MATMUL_TILE(K_BLOCKS, BN)];
 shared float x_scale[SHARED_MATMUL_SCALES(K_BLOCKS, BN)];
-// Each thread loads LOADS of the step's (BM + BN) * K_BLOCKS blocks (tile_loads.glsl).
-const uint LOADS = ((BM + BN) * K_BLOCKS + 255u) / 256u;
+// Block `block` of line `line` of a tile of `lines` rows or tokens: the step's blocks one after the
+// other, each [line][word].
+uint tile_word(uint line, uint block, uint lines) { return (block * lines + line) * STRIDE; }
+const uint TILE_THREADS = 256;
 #include "tile_loads.glsl"
 #else
 const uint BK = 16;  // values per step
@@ -81,25 +84,12 @@ void main() {
     for (uint n = 0; n < TN; ++n) acc[m][n] = 0.0;
 
 #ifdef QUANTIZED
-  TileLoad loads[LOADS];
-  for (uint l = 0; l < LOADS; ++l) loads[l] = plan_tile_load(id + 256u * l, row0, tok0);
+  plan_tile_loads(row0);
 
   const uint n_blocks = p.cols / 32u;
   for (uint b0 = 0; b0 < n_blocks; b0 += K_BLOCKS) {
-    for (uint l = 0; l < LOADS; ++l) {
-      if (id + 256u * l >= (BM + BN) * K_BLOCKS) break;
-      uint q[8];
-      const float d = fetch_tile_block(loads[l], b0, tok0, n_blocks, q);
-      if (loads[l].weights) {
-        const uint base = (loads[l].block * BM + loads[l].line) * STRIDE;
-        for (uint j = 0; j < 8; ++j) w_tile[base + j] = q[j];
-        w_scale[loads[l].block * BM + loads[l].line] = d;
-      } else {
-        const uint base = (loads[l].block * BN + loads[l].line) * STRIDE;
-        for (uint j = 0; j < 8; ++j) x_tile[base + j] = q[j];
-        x_scale[loads[l].block * BN + loads[l].line] = d;
-      }
-    }
+    fetch_tile_blocks(b0, tok0, n_blocks);
+    stage_tile_blocks();
     barrier();
 
     for (uint kb = 0; kb < K_BLOCKS && b0 + kb < n_blocks; ++kb) {

@@ -7,7 +7,14 @@
 // A workgroup of 4 subgroups (of 32) computes BM rows x 64 tokens, each subgroup a BM / 2 x 32
 // quarter as BM / 32 x (32 / MMA_N) product tiles of 16 x MMA_N. Each step stages K_BLOCKS blocks
 // of the BM weight rows (nibbles unpacked to int8) and of the 64 token rows in shared memory, while
-// the next step's blocks are read from memory into registers. For each block, each product tile's
+// the next step's blocks are read from memory into registers (tile_loads.glsl). Every loop over
+// loads and over the step's blocks is unrolled, so that no array is indexed at run time: NVIDIA's
+// compiler had put the earlier form's load state in local memory (720 bytes a thread in its
+// pipeline statistics; 288 now). H100, Gemma 3 12B preset, pp512 in tok/s, two rounds: before
+// 4552 / 4548 (229 registers); its loops unrolled 4734 / 4736 (242); these loads (no addresses
+// held), unrolled, Q4_0 blocks read ahead as stored and unpacked when staged 6039 /
+// 6114 (218 registers a thread); the same unpacking them as read 4698 / 4706 (239 registers);
+// the step's blocks unrolled too 6228 / 6214. For each block, each product tile's
 // exact int32 sums are scaled into its f32 accumulator element by element, in registers: the
 // scales vary per row and per token, and VK_NV_cooperative_matrix (the only form Debian 12's
 // glslang 11 has) has no element-wise product of two matrices, so each lane learns once which
@@ -57,68 +64,11 @@ shared float x_scale[K_BLOCKS * BN];  // [block][token]
 shared int index_table[SHARED_COOP_INDEX_TABLE(MMA_N)];
 shared float index_table_f[SHARED_COOP_INDEX_TABLE(MMA_N)];
 
-// Each thread stages LOADS of the step's (BM + BN) * K_BLOCKS blocks: slots id, id + 128, ...;
-// slot s < BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the others
-// the activation blocks the same way.
-const uint W_SLOTS = BM * K_BLOCKS;
-const uint SLOTS = (BM + BN) * K_BLOCKS;
-const uint LOADS = (SLOTS + 127u) / 128u;
-bool load_used[LOADS], loads_weights[LOADS], load_valid[LOADS];
-uint load_line[LOADS], load_block[LOADS];
-uint64_t load_quants[LOADS], load_scales[LOADS];
-// The blocks of the next step, read ahead.
-uint fetched_q[LOADS][8];
-float fetched_d[LOADS];
-
-void plan_loads(uint id, uint row0, uint tok0) {
-  for (uint l = 0; l < LOADS; ++l) {
-    const uint slot = id + 128u * l;
-    load_used[l] = slot < SLOTS;
-    loads_weights[l] = slot < W_SLOTS;
-    const uint s = loads_weights[l] ? slot : slot - W_SLOTS;
-    load_line[l] = s / K_BLOCKS;
-    load_block[l] = s % K_BLOCKS;
-    load_quants[l] = load_scales[l] = 0;
-    load_valid[l] = false;
-    if (!load_used[l]) continue;
-    if (loads_weights[l]) {
-      bool id_valid = false;
-      const uint row = row0 + load_line[l] < p.n_out ? weight_row(row0 + load_line[l], id_valid) : 0u;
-      load_valid[l] = row0 + load_line[l] < p.n_out && id_valid;
-      load_quants[l] = weight_row_address(row);
-      load_scales[l] = weight_scales_address(row);
-    } else {
-      load_valid[l] = tok0 + load_line[l] < p.n_tokens;
-    }
-  }
-}
-
-void fetch(uint b0, uint tok0, uint n_blocks) {
-  for (uint l = 0; l < LOADS; ++l) {
-    const uint b = b0 + load_block[l];
-    fetched_d[l] = 0.0;
-    if (load_valid[l] && b < n_blocks) {
-      fetched_d[l] = loads_weights[l] ? load_weight_block(load_quants[l], load_scales[l], b, fetched_q[l])
-                                      : load_activation_block(tok0 + load_line[l], b, fetched_q[l]);
-    } else {
-      for (uint j = 0; j < 8; ++j) fetched_q[l][j] = 0u;
-    }
-  }
-}
-
-void stage() {
-  for (uint l = 0; l < LOADS; ++l) {
-    if (!load_used[l]) continue;
-    const uint base = load_line[l] * STRIDE + load_block[l] * 8u;
-    if (loads_weights[l]) {
-      for (uint j = 0; j < 8; ++j) w_tile[base + j] = fetched_q[l][j];
-      w_scale[load_block[l] * BM + load_line[l]] = fetched_d[l];
-    } else {
-      for (uint j = 0; j < 8; ++j) x_tile[base + j] = fetched_q[l][j];
-      x_scale[load_block[l] * BN + load_line[l]] = fetched_d[l];
-    }
-  }
-}
+// The step's blocks are read a step ahead into registers (tile_loads.glsl), each block's 8 words
+// one row of STRIDE words.
+uint tile_word(uint line, uint block, uint lines) { return line * STRIDE + block * 8u; }
+const uint TILE_THREADS = 128;
+#include "tile_loads.glsl"
 
 void main() {
   const uint id = gl_LocalInvocationID.x;
@@ -152,18 +102,18 @@ void main() {
   const icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N> zero = icoopmatNV<32, gl_ScopeSubgroup, 16, MMA_N>(0);
 
   const uint n_blocks = p.cols / 32u;
-  plan_loads(id, row0, tok0);
-  fetch(0, tok0, n_blocks);
+  plan_tile_loads(row0);
+  fetch_tile_blocks(0, tok0, n_blocks);
   for (uint b0 = 0; b0 < n_blocks; b0 += K_BLOCKS) {
     barrier();  // the previous step's tiles are read (and, at the first, the index tables)
-    stage();
+    stage_tile_blocks();
     barrier();
-    if (b0 + K_BLOCKS < n_blocks) fetch(b0 + K_BLOCKS, tok0, n_blocks);  // in flight while this step multiplies
+    if (b0 + K_BLOCKS < n_blocks) fetch_tile_blocks(b0 + K_BLOCKS, tok0, n_blocks);  // in flight while this step multiplies
 
     // The quarter's rows sub_row .. + BM / 2 - 1 (ROW_TILES tiles of 16) times tokens sub_tok .. +31 (TILES_N
     // column tiles; the tokens' int8 rows are the columns of B), block by block.
-    const uint step_blocks = min(K_BLOCKS, n_blocks - b0);
-    for (uint kb = 0; kb < step_blocks; ++kb) {
+    [[unroll]] for (uint kb = 0; kb < K_BLOCKS; ++kb) {
+      if (b0 + kb >= n_blocks) break;
       icoopmatNV<8, gl_ScopeSubgroup, 16, 32> w[ROW_TILES];
       [[unroll]] for (uint part = 0; part < ROW_TILES; ++part)
         coopMatLoadNV(w[part], w_tile, (sub_row + part * 16u) * STRIDE + kb * 8u, STRIDE, false);

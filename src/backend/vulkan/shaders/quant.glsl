@@ -42,24 +42,39 @@ float load_weight_scale(uint64_t scales, uint b) {
   return unpackHalf2x16(uint(U16Ptr(scales).v[b])).x;
 }
 
-// Block b of the row whose quants start at `quants` and scales at `scales`: its 32 values as 8
-// words of packed int8, and its scale d.
-float load_weight_block(uint64_t quants, uint64_t scales, uint b, out uint q[8]) {
+// A block's quants as stored: Q4_0 4 words of nibbles, Q8_0 8 words of int8.
+const uint kBlockWords = 4u * kQuantVectors;
+
+// Block b of the row whose quants start at `quants` and scales at `scales`: its words as stored
+// (unpack_weight_block makes them packed int8), its scale d returned. A kernel that reads blocks
+// ahead holds them in this form: half the registers for Q4_0.
+float load_weight_block_words(uint64_t quants, uint64_t scales, uint b, out uint words[kBlockWords]) {
   U128Ptr block = U128Ptr(quants + uint64_t(b) * (16u * kQuantVectors));
+  for (uint v = 0; v < kQuantVectors; ++v) {
+    const uvec4 vector = block.v[v];
+    for (uint j = 0; j < 4; ++j) words[4 * v + j] = vector[j];
+  }
+  return load_weight_scale(scales, b);
+}
+
+// A block's stored words as its 32 values in 8 words of packed int8.
+void unpack_weight_block(const uint words[kBlockWords], out uint q[8]) {
 #if defined(TYPE_Q4_0)
-  const uvec4 bytes = block.v[0];  // qs[0..15], 4 per word
   for (uint j = 0; j < 4; ++j) {
-    q[j] = nibbles_to_int8(bytes[j] & 0x0f0f0f0fu);             // elements 4j .. 4j+3
-    q[j + 4] = nibbles_to_int8((bytes[j] >> 4) & 0x0f0f0f0fu);  // elements 16+4j .. 16+4j+3
+    q[j] = nibbles_to_int8(words[j] & 0x0f0f0f0fu);             // elements 4j .. 4j+3 (byte i: element i, low nibble)
+    q[j + 4] = nibbles_to_int8((words[j] >> 4) & 0x0f0f0f0fu);  // elements 16+4j .. 16+4j+3 (high nibble)
   }
 #else
-  const uvec4 lo = block.v[0], hi = block.v[1];
-  for (uint j = 0; j < 4; ++j) {
-    q[j] = lo[j];
-    q[j + 4] = hi[j];
-  }
+  for (uint j = 0; j < 8; ++j) q[j] = words[j];
 #endif
-  return load_weight_scale(scales, b);
+}
+
+// Block b of a row as 8 words of packed int8, and its scale d.
+float load_weight_block(uint64_t quants, uint64_t scales, uint b, out uint q[8]) {
+  uint words[kBlockWords];
+  const float d = load_weight_block_words(quants, scales, b, words);
+  unpack_weight_block(words, q);
+  return d;
 }
 
 // Token t's activation block b: 8 words of packed int8 and the f32 scale (prepared activations

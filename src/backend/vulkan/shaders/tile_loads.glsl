@@ -1,48 +1,75 @@
-// The block loads of the quantized tiled prefill kernel (matmul.comp; matmul_coop.comp plans the
-// same loads in its own copy until its move here is checked on a device with the matrix units): a step of
-// K_BLOCKS blocks of 32 values stages BM weight rows and BN token rows, (BM + BN) * K_BLOCKS
-// blocks in all, spread over the workgroup as slots id, id + workgroup size, ...; slot
-// s < W_SLOTS = BM * K_BLOCKS is weight row s / K_BLOCKS, block s % K_BLOCKS of the step, the
-// others the activation blocks the same way. A load's addresses and validity are fixed for the
-// whole tile, so each is planned once. Needs quant.glsl and the constants BM, BN, K_BLOCKS.
-struct TileLoad {
-  bool weights;     // a weight block (else an activation block)
-  bool valid;       // its row or token exists (else zeros are staged)
-  uint line;        // the weight row or token within the tile
-  uint block;       // the block within the step
-  uint64_t quants;  // weights: the row's quants and scales (weight_row_address and _scales_)
-  uint64_t scales;
-};
+// The block loads of the quantized prefill kernels (matmul.comp, matmul_coop.comp): a step of
+// K_BLOCKS blocks of 32 values stages BM weight rows and BN token rows in shared memory. The
+// BM * K_BLOCKS weight blocks are spread over the workgroup as slots id, id + TILE_THREADS, ...
+// (slot s: row s / K_BLOCKS, block s % K_BLOCKS of the step), the BN * K_BLOCKS activation blocks
+// the same way. A slot's row, token and block follow from (id, load) and constants, so the
+// registers hold only the blocks read (Q4_0 as stored nibbles: half of an unpacked block) and one
+// weight row per weight load, not addresses: a fetch recomputes those, integer arithmetic being
+// cheap beside the registers that would hold them for the whole tile (registers decide how many
+// workgroups share a multiprocessor).
+// Needs quant.glsl, matmul_params.glsl, the constants BM, BN, K_BLOCKS, TILE_THREADS, the shared
+// arrays w_tile, x_tile (packed int8), w_scale [block][row], x_scale [block][token], and
+// uint tile_word(uint line, uint block, uint lines): where the 8 words of block `block` of line
+// `line` (a weight row or token; `lines` of them in the tile) start in w_tile / x_tile.
+const uint W_SLOTS = BM * K_BLOCKS, X_SLOTS = BN * K_BLOCKS;
+const uint W_LOADS = (W_SLOTS + TILE_THREADS - 1u) / TILE_THREADS;
+const uint X_LOADS = (X_SLOTS + TILE_THREADS - 1u) / TILE_THREADS;
+const uint kNoRow = 0xffffffffu;
 
-TileLoad plan_tile_load(uint slot, uint row0, uint tok0) {
-  const uint w_slots = BM * K_BLOCKS;
-  TileLoad l;
-  l.weights = slot < w_slots;
-  const uint s = l.weights ? slot : slot - w_slots;
-  l.line = s / K_BLOCKS;
-  l.block = s % K_BLOCKS;
-  l.quants = l.scales = 0;
-  if (slot >= (BM + BN) * K_BLOCKS) {
-    l.valid = false;
-  } else if (l.weights) {
-    bool id_valid = false;
-    const uint row = row0 + l.line < p.n_out ? weight_row(row0 + l.line, id_valid) : 0u;
-    l.valid = row0 + l.line < p.n_out && id_valid;
-    l.quants = weight_row_address(row);
-    l.scales = weight_scales_address(row);
-  } else {
-    l.valid = tok0 + l.line < p.n_tokens;
+uint w_row[W_LOADS];  // each weight load's weight row, or kNoRow (past n_out, a bad row id, no slot)
+// The blocks fetched and not yet staged.
+uint w_words[W_LOADS][kBlockWords];
+float w_d[W_LOADS];
+uint x_words[X_LOADS][8];
+float x_d[X_LOADS];
+
+uint load_slot(uint l) { return gl_LocalInvocationID.x + TILE_THREADS * l; }
+
+void plan_tile_loads(uint row0) {
+  [[unroll]] for (uint l = 0; l < W_LOADS; ++l) {
+    const uint line = load_slot(l) / K_BLOCKS;
+    bool valid = false;
+    const uint row = load_slot(l) < W_SLOTS && row0 + line < p.n_out ? weight_row(row0 + line, valid) : 0u;
+    w_row[l] = valid ? row : kNoRow;
   }
-  return l;
 }
 
-// Block b0 + l.block of the load's row or token (zeros past the row's blocks or for an invalid
-// load): its packed int8 values in q, its scale returned.
-float fetch_tile_block(const TileLoad l, uint b0, uint tok0, uint n_blocks, out uint q[8]) {
-  const uint b = b0 + l.block;
-  if (l.valid && b < n_blocks) {
-    return l.weights ? load_weight_block(l.quants, l.scales, b, q) : load_activation_block(tok0 + l.line, b, q);
+// Blocks b0 .. b0 + K_BLOCKS - 1 of the tile's rows and tokens into registers; a block that does
+// not exist (past the row's blocks, a row or token outside the matrix) gets zero words and scale
+// 0, so that it adds nothing to the outputs that are written.
+void fetch_tile_blocks(uint b0, uint tok0, uint n_blocks) {
+  [[unroll]] for (uint l = 0; l < W_LOADS; ++l) {
+    const uint b = b0 + load_slot(l) % K_BLOCKS;
+    w_d[l] = 0.0;
+    [[unroll]] for (uint j = 0; j < kBlockWords; ++j) w_words[l][j] = 0u;
+    if (w_row[l] != kNoRow && b < n_blocks) {
+      w_d[l] = load_weight_block_words(weight_row_address(w_row[l]), weight_scales_address(w_row[l]), b, w_words[l]);
+    }
   }
-  for (uint j = 0; j < 8; ++j) q[j] = 0u;
-  return 0.0;
+  [[unroll]] for (uint l = 0; l < X_LOADS; ++l) {
+    const uint t = tok0 + load_slot(l) / K_BLOCKS, b = b0 + load_slot(l) % K_BLOCKS;
+    x_d[l] = 0.0;
+    [[unroll]] for (uint j = 0; j < 8; ++j) x_words[l][j] = 0u;
+    if (load_slot(l) < X_SLOTS && t < p.n_tokens && b < n_blocks) x_d[l] = load_activation_block(t, b, x_words[l]);
+  }
+}
+
+// The fetched blocks into shared memory (weights unpacked to int8).
+void stage_tile_blocks() {
+  [[unroll]] for (uint l = 0; l < W_LOADS; ++l) {
+    if (load_slot(l) >= W_SLOTS) break;
+    const uint line = load_slot(l) / K_BLOCKS, block = load_slot(l) % K_BLOCKS;
+    uint q[8];
+    unpack_weight_block(w_words[l], q);
+    const uint base = tile_word(line, block, BM);
+    [[unroll]] for (uint j = 0; j < 8; ++j) w_tile[base + j] = q[j];
+    w_scale[block * BM + line] = w_d[l];
+  }
+  [[unroll]] for (uint l = 0; l < X_LOADS; ++l) {
+    if (load_slot(l) >= X_SLOTS) break;
+    const uint line = load_slot(l) / K_BLOCKS, block = load_slot(l) % K_BLOCKS;
+    const uint base = tile_word(line, block, BN);
+    [[unroll]] for (uint j = 0; j < 8; ++j) x_tile[base + j] = x_words[l][j];
+    x_scale[block * BN + line] = x_d[l];
+  }
 }
