@@ -199,14 +199,22 @@ struct GreedyStep {
   double margin;
 };
 
+// One pass: the best id and the best other one (each the first of equal logits, as argmax), and
+// the row's sum of squares.
 GreedyStep greedy_step(const float* logits, int32_t n_vocab) {
-  const llama_token chosen = argmax(logits, n_vocab);
-  llama_token runner_up = chosen == 0 ? 1 : 0;
-  double sum_squares = 0;
-  for (int32_t id = 0; id < n_vocab; ++id) {
+  llama_token chosen = 0;
+  llama_token runner_up = -1;
+  double sum_squares = static_cast<double>(logits[0]) * logits[0];
+  for (int32_t id = 1; id < n_vocab; ++id) {
     sum_squares += static_cast<double>(logits[id]) * logits[id];
-    if (id != chosen && logits[id] > logits[runner_up]) runner_up = id;
+    if (logits[id] > logits[chosen]) {
+      runner_up = chosen;
+      chosen = id;
+    } else if (runner_up < 0 || logits[id] > logits[runner_up]) {
+      runner_up = id;
+    }
   }
+  if (runner_up < 0) return {chosen, chosen, 0.0};  // a vocabulary of one
   const double rms = std::sqrt(sum_squares / n_vocab);
   return {chosen, runner_up, rms > 0 ? (logits[chosen] - logits[runner_up]) / rms : 0.0};
 }
