@@ -6,8 +6,10 @@
 // registers hold only the blocks read (Q4_0 as stored nibbles: half of an unpacked block) and one
 // weight row per weight load, not addresses: a fetch recomputes those, integer arithmetic being
 // cheap beside the registers that would hold them for the whole tile (registers decide how many
-// workgroups share a multiprocessor).
-// Needs quant.glsl, matmul_params.glsl, the constants BM, BN, K_BLOCKS, TILE_THREADS, the shared
+// workgroups share a multiprocessor). Every loop over loads is unrolled, so that every array
+// index is a constant: an array indexed at run time goes to local memory (NVIDIA's compiler put
+// the earlier form's load state there, 720 bytes a thread; see matmul_coop.comp).
+// Needs GL_EXT_control_flow_attributes, quant.glsl, matmul_params.glsl, the constants BM, BN, K_BLOCKS, TILE_THREADS, the shared
 // arrays w_tile, x_tile (packed int8), w_scale [block][row], x_scale [block][token], and
 // uint tile_word(uint line, uint block, uint lines): where the 8 words of block `block` of line
 // `line` (a weight row or token; `lines` of them in the tile) start in w_tile / x_tile.
