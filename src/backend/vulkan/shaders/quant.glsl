@@ -46,8 +46,8 @@ float load_weight_scale(uint64_t scales, uint b) {
 const uint kBlockWords = 4u * kQuantVectors;
 
 // Block b of the row whose quants start at `quants` and scales at `scales`: its words as stored
-// (unpack_weight_block makes them packed int8), its scale d returned. A kernel that reads blocks
-// ahead holds them in this form: half the registers for Q4_0.
+// (unpack_weight_block makes them packed int8), its scale d returned. Blocks read ahead are held
+// in this form: half the registers of unpacked ones for Q4_0.
 float load_weight_block_words(uint64_t quants, uint64_t scales, uint b, out uint words[kBlockWords]) {
   U128Ptr block = U128Ptr(quants + uint64_t(b) * (16u * kQuantVectors));
   for (uint v = 0; v < kQuantVectors; ++v) {
@@ -67,14 +67,6 @@ void unpack_weight_block(const uint words[kBlockWords], out uint q[8]) {
 #else
   for (uint j = 0; j < 8; ++j) q[j] = words[j];
 #endif
-}
-
-// Block b of a row as 8 words of packed int8, and its scale d.
-float load_weight_block(uint64_t quants, uint64_t scales, uint b, out uint q[8]) {
-  uint words[kBlockWords];
-  const float d = load_weight_block_words(quants, scales, b, words);
-  unpack_weight_block(words, q);
-  return d;
 }
 
 // Token t's activation block b: 8 words of packed int8 and the f32 scale (prepared activations
