@@ -151,8 +151,8 @@ uint32_t MatmulKernels::cooperative_tile_rows(int64_t n_tokens) const {
 }
 
 const ComputePipeline& MatmulKernels::cooperative_pipeline(GgmlType type, uint32_t tile_rows) {
-  const uint32_t specialization[] = {options_.cooperative_k_blocks, device_.int8_matrix_n(), tile_rows};
-  return pipelines_.get("matmul_coop_" + type_suffix(type), specialization);
+  const uint32_t specialization[] = {options_.cooperative_k_blocks};
+  return pipelines_.get(fmt::format("matmul_coop_{}_{}", type_suffix(type), tile_rows), specialization);
 }
 
 const ComputePipeline& MatmulKernels::tiled_pipeline(GgmlType type) {
