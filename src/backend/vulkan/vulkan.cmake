@@ -84,6 +84,9 @@ foreach(shader rms_norm norm_quantize attention_inputs attention_rows attention 
   channel_vulkan_shader(${shader} ${shader}.comp)
 endforeach()
 
+# The benchmarks' own: bench/vulkan_sync_bench.cpp.
+channel_vulkan_shader(grid_sync_bench grid_sync_bench.comp)
+
 set(CHANNEL_EMBEDDED_SHADERS ${CHANNEL_SHADER_OUT}/embedded_shaders.cpp)
 add_custom_command(
   OUTPUT ${CHANNEL_EMBEDDED_SHADERS}
