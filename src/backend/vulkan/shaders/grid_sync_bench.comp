@@ -35,8 +35,10 @@ void grid_barrier(uint round) {
     if (arrived == gl_NumWorkGroups.x * (round + 1u)) {
       atomicMax(sync.v[1], round + 1u);
     } else {
+      // Once one workgroup has given up, the others stop waiting too (the run is void anyway), so
+      // that a grid too large to be resident ends after one wait instead of one a round.
       uint spins = 0u;
-      while (atomicAdd(sync.v[1], 0u) < round + 1u && spins < p.spin_limit) ++spins;
+      while (atomicAdd(sync.v[1], 0u) < round + 1u && spins < p.spin_limit && atomicAdd(sync.v[2], 0u) == 0u) ++spins;
       if (spins == p.spin_limit) atomicAdd(sync.v[2], 1u);
     }
     memoryBarrierBuffer();
