@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "backend/vulkan/buffer.h"
 #include "backend/vulkan/transfer.h"
@@ -48,5 +49,14 @@ void split_quantized_rows(const WeightMatrix& w, int64_t first_row, int64_t n_ro
 // type's values; device_matrix_bytes long) in
 // the device layout, converting in slices of rows so that host memory stays small.
 DeviceMatrix upload_matrix(Transfer& transfer, const Buffer& buffer, uint64_t offset, const WeightMatrix& w);
+
+// Uploads GGUF matrices of one type and width as one device matrix whose rows are theirs in
+// order (device_matrix_bytes of the summed rows), as upload_matrix lays out one: a product with
+// it computes every part's rows in one dispatch. matrix_rows gives each part back.
+DeviceMatrix upload_stacked_matrices(Transfer& transfer, const Buffer& buffer, uint64_t offset,
+                                     std::span<const WeightMatrix* const> parts);
+
+// Rows [first_row, first_row + n_rows) of m as a matrix of their own.
+DeviceMatrix matrix_rows(const DeviceMatrix& m, int64_t first_row, int64_t n_rows);
 
 }  // namespace channel::vulkan

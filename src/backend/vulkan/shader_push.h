@@ -39,12 +39,13 @@ struct GegluQuantizePush {
 static_assert(sizeof(GegluQuantizePush) == 48);
 
 struct InputsPush {
-  uint64_t q, k, v, q_norm, k_norm, rope, slots, k_cache, v_cache;
+  uint64_t q, k, v, q_out, q_norm, k_norm, rope, slots, k_cache, v_cache;
   uint32_t head_dim, n_head, n_head_kv, n_rot;
   float query_scale, eps;
   uint32_t v_norm, n_tokens;
+  uint32_t projections_width, pad;  // q, k, v: this many values from one token's to the next
 };
-static_assert(sizeof(InputsPush) == 104);
+static_assert(sizeof(InputsPush) == 120);
 
 struct AttentionPush {
   uint64_t q, k_cache, v_cache, view, slot_positions, positions, dst;

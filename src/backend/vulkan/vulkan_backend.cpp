@@ -67,6 +67,11 @@ void refuse_unsupported_features(const ModelConfig& config) {
 struct VulkanBackend::LayerWeights {
   DeviceMatrix wq, wk, wo, gate, up, down;  // wk empty on KV-shared layers
   std::optional<DeviceMatrix> wv;
+  // wq, wk and wv as one matrix (their rows in that order, each of them a row range of it) where
+  // the layer has K and its three matrices share type and width: one product dispatch, not three.
+  std::optional<DeviceMatrix> wqkv;
+  // Values of a token's Q, K and V projections, side by side in qkv_.
+  uint32_t projections_width() const { return static_cast<uint32_t>(wq.rows + wk.rows + (wv ? wv->rows : 0)); }
   // The matrices of the Q, K and V products (K empty and V absent, null, where the layer has none).
   std::array<const DeviceMatrix*, 3> qkv() const { return {&wq, &wk, wv ? &*wv : nullptr}; }
   VkDeviceAddress attn_norm = 0, q_norm = 0, k_norm = 0, post_attn_norm = 0, ffn_norm = 0, post_ffn_norm = 0;
@@ -186,6 +191,13 @@ void VulkanBackend::upload_weights() {
         matrix_buffers_.emplace_back(*device_, device_matrix_bytes(m.type, m.rows, m.cols), MemoryUse::kDevice);
     return upload_matrix(*transfer_, buffer, 0, m);
   };
+  const auto upload_stacked = [this](std::span<const WeightMatrix* const> parts) {
+    int64_t rows = 0;
+    for (const WeightMatrix* part : parts) rows += part->rows;
+    Buffer& buffer = matrix_buffers_.emplace_back(
+        *device_, device_matrix_bytes(parts[0]->type, rows, parts[0]->cols), MemoryUse::kDevice);
+    return upload_stacked_matrices(*transfer_, buffer, 0, parts);
+  };
 
   // Every f32 vector the shaders read (norm weights) in one buffer, each 16-byte aligned.
   std::vector<const std::vector<float>*> vectors = {&model_->output_norm()};
@@ -221,13 +233,22 @@ void VulkanBackend::upload_weights() {
   for (int il = 0; il < config.n_layer; ++il) {
     const auto& w = model_->layers()[il];
     LayerWeights& d = layers_.emplace_back();
-    d.wq = upload(w.wq);
     // A KV-shared layer has no K/V projections or K norm: it reads its source layer's cache.
-    if (config.owns_kv(il)) {
-      d.wk = upload(w.wk);
-      d.k_norm = vector_address(w.k_norm);
+    std::vector<const WeightMatrix*> projections = {&w.wq};
+    if (config.owns_kv(il)) projections.push_back(&w.wk);
+    if (w.wv) projections.push_back(&*w.wv);
+    const auto stacks = [&](const WeightMatrix* m) { return m->type == w.wq.type && m->cols == w.wq.cols; };
+    if (config.owns_kv(il) && std::all_of(projections.begin(), projections.end(), stacks)) {
+      d.wqkv = upload_stacked(projections);
+      d.wq = matrix_rows(*d.wqkv, 0, w.wq.rows);
+      d.wk = matrix_rows(*d.wqkv, w.wq.rows, w.wk.rows);
+      if (w.wv) d.wv = matrix_rows(*d.wqkv, w.wq.rows + w.wk.rows, w.wv->rows);
+    } else {
+      d.wq = upload(w.wq);
+      if (config.owns_kv(il)) d.wk = upload(w.wk);
+      if (w.wv) d.wv = upload(*w.wv);
     }
-    if (w.wv) d.wv = upload(*w.wv);
+    if (config.owns_kv(il)) d.k_norm = vector_address(w.k_norm);
     d.wo = upload(w.wo);
     d.gate = upload(w.ffn_gate);
     d.up = upload(w.ffn_up);
@@ -313,8 +334,9 @@ void VulkanBackend::allocate_state() {
   normed_ = device_f32(n * config.n_embd);
   q_ = device_f32(n * max_q_width);
   attn_ = device_f32(n * max_q_width);
-  k_ = device_f32(n * max_kv_width);
-  v_ = device_f32(n * max_kv_width);
+  uint32_t max_projections_width = 0;
+  for (const LayerWeights& w : layers_) max_projections_width = std::max(max_projections_width, w.projections_width());
+  qkv_ = device_f32(n * max_projections_width);
   proj_ = device_f32(n * config.n_embd);
   // gate_ also takes the per-layer embedding block's gate.
   gate_ = device_f32(n * std::max<size_t>(max_ff, config.n_embd_per_layer));
@@ -708,13 +730,19 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
           : record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens,
                               w.qkv());
   mark(seq, "attn norm");
-  // A KV-shared layer computes queries only and attends over its source layer's cache.
+  // A KV-shared layer computes queries only and attends over its source layer's cache. A token's
+  // projections lie side by side in qkv_: Q, then K, then V (Gemma 4 layers without attn_v: V = K,
+  // the projection before K's norm and RoPE).
   const bool writes_kv = config.owns_kv(il);
-  matmul_->record_matmul(seq, w.wq, a, q_.address(), q_width);
-  if (writes_kv) {
-    matmul_->record_matmul(seq, w.wk, a, k_.address(), width);
-    // Gemma 4 layers without attn_v: V = K (the projection before K's norm and RoPE).
-    if (w.wv) matmul_->record_matmul(seq, *w.wv, a, v_.address(), width);
+  const uint32_t projections = w.projections_width();
+  const VkDeviceAddress q_in = qkv_.address(), k_in = q_in + uint64_t{q_width} * 4;
+  const VkDeviceAddress v_in = w.wv ? k_in + uint64_t{width} * 4 : k_in;
+  if (w.wqkv) {
+    matmul_->record_matmul(seq, *w.wqkv, a, q_in, projections);
+  } else {
+    matmul_->record_matmul(seq, w.wq, a, q_in, projections);
+    if (writes_kv) matmul_->record_matmul(seq, w.wk, a, k_in, projections);
+    if (w.wv) matmul_->record_matmul(seq, *w.wv, a, v_in, projections);
   }
   seq.barrier();
   mark(seq, "qkv");
@@ -723,9 +751,10 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
   // attention_inputs.comp's heads are the queries, then the keys and values it writes: none
   // on a KV-shared layer.
   const uint32_t written_kv_heads = writes_kv ? static_cast<uint32_t>(lc.n_head_kv) : 0;
-  const InputsPush inputs{q_.address(),
-                          k_.address(),
-                          w.wv ? v_.address() : k_.address(),
+  const InputsPush inputs{q_in,
+                          k_in,
+                          v_in,
+                          q_.address(),
                           w.q_norm,
                           w.k_norm,
                           rope_.address() + rope_set_offset(rope_set_of_layer_[il]),
@@ -739,7 +768,9 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
                           config.query_scale,
                           config.norm_eps,
                           config.v_norm ? 1u : 0u,
-                          n_tokens};
+                          n_tokens,
+                          projections,
+                          0};
   seq.dispatch_groups(pipeline("attention_inputs", kHeadWorkgroup), inputs,
                       uint64_t{n_tokens} * (lc.n_head + 2 * written_kv_heads));
   seq.barrier();

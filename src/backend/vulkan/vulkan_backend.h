@@ -227,7 +227,7 @@ class VulkanBackend final : public Backend {
   // tokens.
   Buffer tokens_, positions_, slots_, slot_positions_, global_view_, sliding_view_, candidates_, rope_;
   Buffer attention_steps_;  // AttentionStepParams per layer
-  Buffer x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, scratch_, logits_;
+  Buffer x_, normed_, qkv_, q_, attn_, proj_, gate_, up_, scratch_, logits_;
   Buffer last_hidden_;  // readback of Batch::last_hidden
   // Gemma 4 E-models: the step's per_layer_token_embd rows ([n_tokens][n_layer][width], gathered
   // on the host), their model projection (likewise) and the layers' inputs ([n_layer][n_tokens][width]).

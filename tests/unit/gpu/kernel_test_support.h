@@ -67,26 +67,25 @@ inline double absolute_terms(const WeightMatrix& w, int64_t row, const float* x)
 // Runs one matrix product on the device: uploads the matrix in the device layout at
 // `weight_offset` bytes into its buffer and the activations, poisons the output, records prepare + matmul (or matmul_rows when
 // `rows` is given) and returns the [n_tokens][out_stride] output as computed.
-inline std::vector<float> run_gpu_matmul(GpuContext& gpu, MatmulKernels& kernels, const WeightMatrix& w,
-                                         std::span<const float> x, int64_t n_tokens, MatmulKernel kernel,
-                                         int64_t out_stride, const std::vector<int32_t>* rows = nullptr,
-                                         uint64_t weight_offset = 0) {
-  const int64_t n_out = rows ? static_cast<int64_t>(rows->size()) : w.rows;
-  Buffer weights(gpu.device, weight_offset + device_matrix_bytes(w.type, w.rows, w.cols), MemoryUse::kDevice);
+// The product of a matrix already on the device with x (n_tokens x matrix.cols), out_stride
+// apart: all of its rows, or the rows `rows` names.
+inline std::vector<float> run_gpu_product(GpuContext& gpu, MatmulKernels& kernels, const DeviceMatrix& matrix,
+                                          std::span<const float> x, int64_t n_tokens, MatmulKernel kernel,
+                                          int64_t out_stride, const std::vector<int32_t>* rows = nullptr) {
+  const int64_t n_out = rows ? static_cast<int64_t>(rows->size()) : matrix.rows;
   Buffer input(gpu.device, x.size_bytes(), MemoryUse::kDevice);
-  Buffer scratch(gpu.device, std::max<uint64_t>(16, MatmulKernels::scratch_bytes(w.type, n_tokens, w.cols)),
+  Buffer scratch(gpu.device, std::max<uint64_t>(16, MatmulKernels::scratch_bytes(matrix.type, n_tokens, matrix.cols)),
                  MemoryUse::kDevice);
   Buffer output(gpu.device, static_cast<uint64_t>(n_tokens * out_stride) * sizeof(float), MemoryUse::kDevice);
   Buffer row_ids(gpu.device, rows ? std::max<size_t>(4, rows->size() * 4) : 4, MemoryUse::kDevice);
   gpu.transfer.upload(input, 0, x.data(), x.size_bytes());
   if (rows) gpu.transfer.upload(row_ids, 0, rows->data(), rows->size() * 4);
 
-  const DeviceMatrix matrix = upload_matrix(gpu.transfer, weights, weight_offset, w);
   CommandSequence seq(gpu.device);
   seq.begin();
   seq.fill(output, 0, output.size(), kPoison);
   const PreparedActivations prepared =
-      kernels.record_prepare(seq, w.type, input.address(), n_tokens, w.cols, w.cols, scratch.address());
+      kernels.record_prepare(seq, matrix.type, input.address(), n_tokens, matrix.cols, matrix.cols, scratch.address());
   seq.barrier();
   if (rows) {
     kernels.record_matmul_rows(seq, matrix, prepared, row_ids.address(), n_out, output.address(), out_stride, kernel);
@@ -98,6 +97,16 @@ inline std::vector<float> run_gpu_matmul(GpuContext& gpu, MatmulKernels& kernels
   std::vector<float> out(n_tokens * out_stride);
   gpu.transfer.download(output, 0, out.data(), output.size());
   return out;
+}
+
+// run_gpu_product of GGUF matrix w, uploaded weight_offset bytes into its buffer.
+inline std::vector<float> run_gpu_matmul(GpuContext& gpu, MatmulKernels& kernels, const WeightMatrix& w,
+                                         std::span<const float> x, int64_t n_tokens, MatmulKernel kernel,
+                                         int64_t out_stride, const std::vector<int32_t>* rows = nullptr,
+                                         uint64_t weight_offset = 0) {
+  Buffer weights(gpu.device, weight_offset + device_matrix_bytes(w.type, w.rows, w.cols), MemoryUse::kDevice);
+  const DeviceMatrix matrix = upload_matrix(gpu.transfer, weights, weight_offset, w);
+  return run_gpu_product(gpu, kernels, matrix, x, n_tokens, kernel, out_stride, rows);
 }
 
 inline std::vector<float> run_cpu_matmul(const WeightMatrix& w, std::span<const float> x, int64_t n_tokens,

@@ -237,6 +237,45 @@ TEST_P(VulkanMatmul, RowSubsetMatchesFullProductAndCpu) {
   }
 }
 
+// Matrices stacked into one (the Q, K and V projections' single product): its rows are the
+// parts' rows in order, bit for bit what each part's own product gives, and matrix_rows hands each
+// part back (also the split blocks' scales, which lie after all the quants).
+TEST_P(VulkanMatmul, StackedMatricesMatchTheirParts) {
+  CHANNEL_GPU_CONTEXT(gpu);
+  const GgmlType type = GetParam();
+  MatmulKernels kernels(gpu->device, gpu->pipelines);
+  std::mt19937 rng(7);
+  const int64_t cols = 256, part_rows[] = {67, 33, 5}, total = 105;
+  std::vector<TestMatrix> parts;
+  for (const int64_t rows : part_rows) parts.push_back(random_matrix(type, rows, cols, rng));
+  const WeightMatrix* stacked_parts[] = {&parts[0].w, &parts[1].w, &parts[2].w};
+  const uint64_t offset = Variant::weight_offset(type);
+  Buffer weights(gpu->device, offset + device_matrix_bytes(type, total, cols), MemoryUse::kDevice);
+  const DeviceMatrix stacked = upload_stacked_matrices(gpu->transfer, weights, offset, stacked_parts);
+  ASSERT_EQ(stacked.rows, total);
+  for (const int64_t n_tokens : {int64_t{1}, int64_t{7}, int64_t{70}}) {
+    const std::vector<float> x = random_activations(n_tokens * cols, rng);
+    const std::vector<float> all = run_gpu_product(*gpu, kernels, stacked, x, n_tokens, MatmulKernel::kAuto, total);
+    int64_t first = 0;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      SCOPED_TRACE(::testing::Message() << n_tokens << " tokens, part " << p);
+      const int64_t rows = part_rows[p];
+      const std::vector<float> alone = run_gpu_matmul(*gpu, kernels, parts[p].w, x, n_tokens, MatmulKernel::kAuto, rows);
+      const std::vector<float> view = run_gpu_product(*gpu, kernels, matrix_rows(stacked, first, rows), x, n_tokens,
+                                                      MatmulKernel::kAuto, rows);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t i = 0; i < rows; ++i) {
+          ASSERT_EQ(bits(all[t * total + first + i]), bits(alone[t * rows + i])) << "token " << t << " row " << i;
+          ASSERT_EQ(bits(view[t * rows + i]), bits(alone[t * rows + i])) << "token " << t << " row " << i;
+        }
+      }
+      EXPECT_LE(relative_l2(alone, rows, run_cpu_matmul(parts[p].w, x, n_tokens), rows, n_tokens),
+                threshold(type, cols));
+      first += rows;
+    }
+  }
+}
+
 // A weight tensor larger than maxStorageBufferRange (128 MiB on lavapipe): no descriptor limits
 // apply to buffer addresses, so it is one buffer and one dispatch.
 TEST(VulkanMatmulLimits, WeightsBeyondMaxStorageBufferRange) {

@@ -1,6 +1,6 @@
 #version 460
 // The attention inputs of a batch, per (token, head): queries get QK-norm, RoPE and the query
-// scale in place; keys get QK-norm and RoPE and go to their KV slot as f16; values get the
+// scale and go to q_out; keys get QK-norm and RoPE and go to their KV slot as f16; values get the
 // unweighted V-norm (Gemma 4) and go to their slot as f16. Heads 0 .. n_head-1 are queries,
 // then n_head_kv keys, then n_head_kv values; workgroup (t, h) = t * (n_head + 2 n_head_kv) + h.
 // n_head_kv = 0 prepares the queries alone (a KV-shared layer, which writes no KV).
@@ -13,9 +13,10 @@ layout(constant_id = 2) const uint MAX_HEAD_DIM = 512;
 #include "reduce.glsl"
 
 layout(push_constant, std430) uniform InputsParams {
-  uint64_t q;             // f32 [n_tokens][n_head * head_dim], rewritten in place
-  uint64_t k;             // f32 [n_tokens][n_head_kv * head_dim] (projection output)
+  uint64_t q;             // f32 projections: token t's n_head * head_dim values at q + t * projections_width
+  uint64_t k;             // f32 likewise, n_head_kv * head_dim values a token
   uint64_t v;             // f32 likewise (may equal k: V = K layers)
+  uint64_t q_out;         // f32 [n_tokens][n_head * head_dim]: the queries, ready for the attention
   uint64_t q_norm;        // f32 [head_dim]
   uint64_t k_norm;        // f32 [head_dim]
   uint64_t rope;          // f32 [n_tokens][n_rot / 2][cos, sin], computed on the host (model/rope.h)
@@ -30,6 +31,8 @@ layout(push_constant, std430) uniform InputsParams {
   float eps;
   uint v_norm;            // 1: unweighted RMSNorm of V
   uint n_tokens;
+  uint projections_width;  // values from one token's q, k and v to the next token's
+  uint pad;
 } p;
 
 shared float head[MAX_HEAD_DIM];
@@ -46,8 +49,8 @@ void main() {
   const uint dim = p.head_dim;
   const bool is_query = h < p.n_head, is_key = !is_query && h < p.n_head + p.n_head_kv;
   const uint kv_head = is_query ? 0u : (is_key ? h - p.n_head : h - p.n_head - p.n_head_kv);
-  const uint64_t source = is_query ? p.q + (uint64_t(t) * p.n_head * dim + h * dim) * 4u
-                                   : (is_key ? p.k : p.v) + (uint64_t(t) * p.n_head_kv * dim + kv_head * dim) * 4u;
+  const uint64_t source = (is_query ? p.q : (is_key ? p.k : p.v)) +
+                          (uint64_t(t) * p.projections_width + (is_query ? h : kv_head) * dim) * 4u;
   F32Ptr src = F32Ptr(source);
   const bool rotated = is_query || is_key;  // normed with weights, then RoPE
   const bool normed = rotated || p.v_norm != 0u;
@@ -91,7 +94,7 @@ void main() {
   barrier();
 
   if (is_query) {
-    F32Ptr dst = F32Ptr(source);
+    F32Ptr dst = F32Ptr(p.q_out + (uint64_t(t) * p.n_head * dim + h * dim) * 4u);
     for (uint d = lane; d < dim; d += stride) dst.v[d] = p.query_scale == 1.0 ? head[d] : head[d] * p.query_scale;
   } else {
     const uint slot = U32Ptr(p.slots).v[t];
