@@ -18,12 +18,8 @@
 //     token sees: sum 0); attention_combine.comp merges them as llama.cpp does.
 // The output is f32, or (out_q != 0) the Q8_0 activations of the wo product, quantized here
 // (quantize_workgroup.glsl) instead of by another dispatch.
-// The work is spread without changing that arithmetic. The slots of 128 listed keys at a time are
-// looked up once (resolve_keys), and keys are taken in batches of kBatch, each batch's key and
-// value loads issued together into registers before the previous batch's online softmax (a
-// serial chain; at decode the whole stage is this one workgroup's chain, so a load latency per
-// batch, not per key or per loop step, is what the loads cost):
-//   1. the workgroup stores the batch's values into shared memory, and its groups of 64
+// The work is spread without changing that arithmetic. Keys are taken in batches of kBatch:
+//   1. the workgroup loads the batch's values into shared memory, and its groups of 64
 //      invocations form the scores' 64 partial sums of ggml_vec_dot_f16 (AVX-512: 4 accumulators
 //      of 16 lanes, each a fused multiply-add chain over steps of 64 elements), one invocation
 //      per partial sum, consecutive invocations reading consecutive key elements;
@@ -58,94 +54,52 @@ shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 
 
 uint list_index(int cell) { return uint(clamp(cell - step.first_cell, 0, int(step.n_view))); }
 
-// The slots of up to kResolved listed keys, looked up once per key and all at once (the view, then
-// the slot's position: two dependent loads); kHidden for a key the token does not see.
-const uint kResolved = 128;  // one key per invocation
-const uint kHidden = 0xffffffffu;
-shared uint key_slots[kResolved];
-
-// key_slots for the listed keys [j0, j0 + n), n <= kResolved. Called once the previous keys' batches
-// are done (accumulate_batch ends with a barrier).
-void resolve_keys(uint j0, uint n, int position, int min_position) {
-  const uint lane = gl_LocalInvocationID.x;
-  uint slot;
-  if (lane < n) key_slots[lane] = visible_key(j0 + lane, position, min_position, slot) ? slot : kHidden;
-  barrier();
-}
-
-// A batch's loads, issued together and kept in registers (the next batch's are issued before the
-// current one's online softmax, so that its chain hides their latency):
-//   loaded_values: the batch's values as f16 pairs, invocation `lane` holding words lane, lane +
-//     WG, ... of the batch (consecutive invocations read consecutive words of a key);
-//   loaded_keys: the key elements of this invocation's partial sums (below), one per step of 64.
-const uint kValueWordsPerLane = (kBatch * (MAX_HEAD_DIM / 2u) + 127u) / 128u;
-const uint kKeySteps = MAX_HEAD_DIM >= 64u ? MAX_HEAD_DIM / 64u : 1u;
-uint loaded_values[kValueWordsPerLane];
-float loaded_keys[kKeySteps][kKeysPerGroup];
-bool loaded_visible[kKeysPerGroup];
-
-// Loads the keys key_slots[k0, k0 + n) into the registers above.
-void load_batch(uint k0, uint n, uint kv_head) {
-  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, pairs = p.head_dim / 2u;
-  // Word i = lane + c * stride is word w of key k (i = k * pairs + w), stepped without dividing.
-  uint k = lane / pairs, w = lane % pairs;
-  const uint k_step = stride / pairs, w_step = stride % pairs;
-  [[unroll]] for (uint c = 0; c < kValueWordsPerLane; ++c) {
-    loaded_values[c] = 0u;
-    if (k < n) {
-      const uint slot = key_slots[k0 + k];
-      if (slot != kHidden) loaded_values[c] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
-    }
-    k += k_step;
-    w += w_step;
-    if (w >= pairs) {
-      w -= pairs;
-      ++k;
-    }
-  }
-  // Group g of 64 invocations takes keys g, g + kGroups, ...: invocation s of the group forms
-  // partial sum s (accumulator s / 16, lane s % 16: elements i + s of each step i) of all its keys.
-  const uint whole = p.head_dim & ~63u;
-  const uint group = lane / kSlotSums, s = lane % kSlotSums;
-  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
-    const uint key = group + m * kGroups;
-    const uint slot = key < n ? key_slots[k0 + key] : kHidden;
-    loaded_visible[m] = slot != kHidden;
-    const uint64_t row = p.k_cache + uint64_t(kv_row_offset(loaded_visible[m] ? slot : 0u, kv_head)) * 2u;
-    [[unroll]] for (uint i = 0; i < kKeySteps; ++i) {
-      loaded_keys[i][m] = loaded_visible[m] && 64u * i < whole ? float(F16Ptr(row).v[64u * i + s]) : 0.0;
-    }
-  }
-}
-
-// Steps 1 and 2 for the loaded batch of keys key_slots[k0, k0 + n): batch_scores[k] is key k0 + k's
-// score, -inf when the token does not see it; batch_values holds the batch's values.
-void score_batch(uint k0, uint n, uint kv_head) {
+// Steps 1 and 2 for the keys [j0, j0 + n) of the list: batch_scores[k] is key j0 + k's score,
+// -inf when the token does not see it; batch_values holds the values of the visible ones.
+void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) {
   const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, dim = p.head_dim;
   const uint pairs = dim / 2u;
-  [[unroll]] for (uint c = 0; c < kValueWordsPerLane; ++c) {
-    const uint i = lane + c * stride;
-    if (i < n * pairs) batch_values[(i / pairs) * (MAX_HEAD_DIM / 2u) + i % pairs] = loaded_values[c];
+  for (uint i = lane; i < n * pairs; i += stride) {
+    const uint k = i / pairs, w = i % pairs;
+    uint slot;
+    if (visible_key(j0 + k, position, min_position, slot)) {
+      batch_values[k * (MAX_HEAD_DIM / 2u) + w] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
+    }
   }
+  // Group g of 64 invocations takes keys g, g + kGroups, ...: each invocation forms partial sum s
+  // (accumulator s / 16, lane s % 16: elements i + s of each step i) of all its keys at once, so
+  // that the loads of every key are in flight together.
   const uint whole = dim & ~63u;
   const uint group = lane / kSlotSums, s = lane % kSlotSums;
+  uint64_t keys[kKeysPerGroup];
+  bool visible[kKeysPerGroup];
   float acc[kKeysPerGroup];
-  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = 0.0;
-  [[unroll]] for (uint i = 0; i < kKeySteps; ++i) {
-    if (64u * i >= whole) break;
-    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[64u * i + s], loaded_keys[i][m], acc[m]);
+  [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
+    const uint k = group + m * kGroups;
+    uint slot = 0u;
+    visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
+    keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
+    acc[m] = 0.0;
+  }
+  for (uint i = 0; i < whole; i += 64u) {
+    float key_values[kKeysPerGroup];
+    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
+      key_values[m] = visible[m] ? float(F16Ptr(keys[m]).v[i + s]) : 0.0;
+    }
+    [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[i + s], key_values[m], acc[m]);
   }
   [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
-    if (loaded_visible[m]) slot_sums[(group + m * kGroups) * kSlotSums + s] = acc[m];
+    if (visible[m]) slot_sums[(group + m * kGroups) * kSlotSums + s] = acc[m];
   }
   barrier();
   if (lane < n) {
-    const uint slot = key_slots[k0 + lane];
+    const uint k = lane;
+    uint slot;
     float score = kMinusInfinity;
-    if (slot != kHidden) {
+    if (visible_key(j0 + k, position, min_position, slot)) {
       float lanes[16];
       for (uint l = 0; l < 16; ++l) {
-        const uint base = lane * kSlotSums + l;
+        const uint base = k * kSlotSums + l;
         precise float sum = (slot_sums[base] + slot_sums[base + 32u]) + (slot_sums[base + 16u] + slot_sums[base + 48u]);
         lanes[l] = sum;
       }
@@ -157,7 +111,7 @@ void score_batch(uint k0, uint n, uint kv_head) {
       }
       score = float(sum);
     }
-    batch_scores[lane] = score;
+    batch_scores[k] = score;
   }
   barrier();
 }
@@ -212,16 +166,10 @@ void main() {
   float m = kMinusInfinity, s = 0.0;
   vec2 acc[kMaxPairsPerLane];
   for (uint i = 0; i < kMaxPairsPerLane; ++i) acc[i] = vec2(0.0);
-  for (uint j0 = begin; j0 < end; j0 += kResolved) {
-    const uint resolved = min(kResolved, end - j0);
-    resolve_keys(j0, resolved, position, min_position);
-    load_batch(0u, min(kBatch, resolved), kv_head);
-    for (uint k0 = 0; k0 < resolved; k0 += kBatch) {
-      const uint n = min(kBatch, resolved - k0);
-      score_batch(k0, n, kv_head);
-      if (k0 + kBatch < resolved) load_batch(k0 + kBatch, min(kBatch, resolved - k0 - kBatch), kv_head);
-      accumulate_batch(n, m, s, acc);
-    }
+  for (uint j0 = begin; j0 < end; j0 += kBatch) {
+    const uint n = min(kBatch, end - j0);
+    score_batch(j0, n, kv_head, position, min_position);
+    accumulate_batch(n, m, s, acc);
   }
 
   if (split) {
