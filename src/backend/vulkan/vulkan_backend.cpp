@@ -186,17 +186,17 @@ std::string VulkanBackend::description() const {
 
 void VulkanBackend::upload_weights() {
   const ModelConfig& config = model_->config();
-  const auto upload = [this](const WeightMatrix& m) {
-    Buffer& buffer =
-        matrix_buffers_.emplace_back(*device_, device_matrix_bytes(m.type, m.rows, m.cols), MemoryUse::kDevice);
-    return upload_matrix(*transfer_, buffer, 0, m);
-  };
+  // Each matrix (or stack of matrices sharing one product) in a buffer of its own.
   const auto upload_stacked = [this](std::span<const WeightMatrix* const> parts) {
     int64_t rows = 0;
     for (const WeightMatrix* part : parts) rows += part->rows;
     Buffer& buffer = matrix_buffers_.emplace_back(
         *device_, device_matrix_bytes(parts[0]->type, rows, parts[0]->cols), MemoryUse::kDevice);
     return upload_stacked_matrices(*transfer_, buffer, 0, parts);
+  };
+  const auto upload = [&](const WeightMatrix& m) {
+    const WeightMatrix* parts[] = {&m};
+    return upload_stacked(parts);
   };
 
   // Every f32 vector the shaders read (norm weights) in one buffer, each 16-byte aligned.
