@@ -15,6 +15,8 @@
 # RING_PROFILE="default NAME=VALUE ..." last profiles the new binary's ring-full decode once per
 # variant (CHANNEL_VULKAN_PROFILE=1; "default" for no setting) and prints its attention stages;
 # PROFILE_BINARIES="channel_base channel" profiles each of these binaries the same way.
+# PROFILE_ARGS replaces those profiles' bench arguments (default "-p 16 -n 32 -r 1": the ring-full
+# decode included; add --no-full-ring to profile decode at depth 0 alone).
 # Each run's table lines (prefill, decode, probe, snapshot) and its warm-up figures (a shape's
 # first run: the prefill warm-up records its pass) are kept.
 # usage: [ROUNDS=2] [BINARIES=...] [BENCH_ARGS=...] [GPU_TESTS=1] [VARIANTS=...] [RING_PROFILE=...] [PROFILE_BINARIES=...] OUT=$OUT bash bench/device/h200-ab.sh [PRESET] [GEN_TOKENS]
@@ -52,9 +54,9 @@ done
 # A ring-full profile of one binary with one setting ("" for none), saved under LABEL.
 ring_profile() {  # binary setting label
   echo "== ring-full profile: $1 ${2:-(defaults)}"
-  env $2 CHANNEL_VULKAN_PROFILE=1 timeout 180 "$R/.devrun/$1" bench --gpu -m /tmp/ab-model.gguf -p 16 \
-    -n 32 -r 1 2>&1 | grep -A60 "vulkan profile" | tee "$OUT/ring-profile-$3.txt" |
-    grep -E "profile|attention|qk norm|^decode"
+  env $2 CHANNEL_VULKAN_PROFILE=1 timeout 180 "$R/.devrun/$1" bench --gpu -m /tmp/ab-model.gguf \
+    ${PROFILE_ARGS:--p 16 -n 32 -r 1} 2>&1 | grep -E -A60 "vulkan profile|^decode" | tee "$OUT/ring-profile-$3.txt" |
+    grep -E "profile|attention|norm|^decode"
 }
 for variant in ${RING_PROFILE:-}; do
   setting=${variant/#default/}
