@@ -51,9 +51,10 @@ for round in $(seq "${ROUNDS:-2}"); do
     grep "warm-up" /tmp/ab-err.txt | tee -a "$OUT/ab-${variant//[^A-Za-z0-9_]/_}.txt"
   done
 done
-# A ring-full profile of one binary with one setting ("" for none), saved under LABEL.
+# A profile of one binary with one setting ("" for none), saved under LABEL: by default of a run
+# whose decode includes the full ring (PROFILE_ARGS can leave it out).
 ring_profile() {  # binary setting label
-  echo "== ring-full profile: $1 ${2:-(defaults)}"
+  echo "== profile (${PROFILE_ARGS:--p 16 -n 32 -r 1}): $1 ${2:-(defaults)}"
   env $2 CHANNEL_VULKAN_PROFILE=1 timeout 180 "$R/.devrun/$1" bench --gpu -m /tmp/ab-model.gguf \
     ${PROFILE_ARGS:--p 16 -n 32 -r 1} 2>&1 | grep -E -A60 "vulkan profile|^decode" | tee "$OUT/ring-profile-$3.txt" |
     grep -E "profile|attention|norm|^decode"
