@@ -58,11 +58,12 @@ class Scratch {
   size_t bytes_ = 0;
 };
 
-// A one-row work item: query token t, KV head g, listed cells [begin, end); partials[i] receives
-// query head g * group + i. `scratch` is the running thread's.
+// A one-row work item: query token t, query heads [head, head + n_heads) of KV head g, listed
+// cells [begin, end); partials[i] receives query head head + i. `scratch` is the running thread's.
 struct OneRowItem {
   int64_t t = 0;
   int g = 0;
+  int head = 0, n_heads = 1;
   int64_t begin = 0, end = 0;
   OneRowPartial* partials = nullptr;
   bool finish = false;  // write partials[i].vkq / s in place (no split)
@@ -89,10 +90,9 @@ using namespace attention_detail;
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || HWY_HAVE_SCALABLE || !HWY_NATIVE_FMA
 
 void RunOneRow(const AttentionProblem& p, const OneRowItem& item) {
-  const int group = p.n_head / p.n_head_kv;
-  for (int i = 0; i < group; ++i) {
+  for (int i = 0; i < item.n_heads; ++i) {
     OneRowPartial& r = item.partials[i];
-    one_row_reference(p, item.t, item.g * group + i, item.begin, item.end, r);
+    one_row_reference(p, item.t, item.head + i, item.begin, item.end, r);
     if (item.finish) finish_one_row(r, p.head_dim, r.vkq);
   }
 }
@@ -301,7 +301,7 @@ void ProcessOneRowBlock(const OneRowBlock& block, int group, int dim, const floa
 
 void RunOneRow(const AttentionProblem& p, const OneRowItem& item) {
   const DF df;
-  const int group = p.n_head / p.n_head_kv;
+  const int group = item.n_heads;  // the query heads this item computes over one pass of the keys
   const int dim = p.head_dim;
   float* transposed = item.scratch->get<float>(64 * kOneRowBlock + static_cast<size_t>(group) * dim + 3 * group * kOneRowBlock);
   float* q16 = transposed + 64 * kOneRowBlock;
@@ -310,7 +310,7 @@ void RunOneRow(const AttentionProblem& p, const OneRowItem& item) {
   float* weight = rescale + group * kOneRowBlock;
 
   for (int i = 0; i < group; ++i) {
-    const float* q = p.q + (item.t * p.n_head + item.g * group + i) * dim;
+    const float* q = p.q + (item.t * p.n_head + item.head + i) * dim;
     float* q_round = q16 + i * dim;
     int d = 0;
     for (; d + static_cast<int>(kLanes) <= dim; d += kLanes) hn::StoreU(RoundF16(hn::LoadU(df, q + d)), df, q_round + d);
@@ -624,6 +624,23 @@ namespace {
 // later queries see more keys, and the pool gives each thread a contiguous range of items.
 int64_t interleaved(int64_t k, int64_t n) { return k % 2 == 0 ? k / 2 : n - 1 - k / 2; }
 
+// Into how many parts the one-row scheme splits each KV head's group of query heads. One item
+// reads a chunk's keys and values once for all the heads of its group, but when the (token,
+// chunk, KV head) units that hold keys are fewer than the threads, some threads would idle: with
+// the ring full, a sliding layer's window of Gemma 3 1B (one KV head) lies in one of llama.cpp's
+// two split-KV chunks, and one thread did the whole layer's attention. Each head's arithmetic
+// is the same whichever item computes it.
+int one_row_head_parts(const AttentionProblem& p, const Geometry& geo, int64_t n_chunks, bool split, int threads) {
+  int64_t chunks_with_keys = 0;
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    if (!split || geo.chunk_end(c) > geo.chunk_begin(c)) ++chunks_with_keys;
+  }
+  const int64_t units = p.n_tokens * chunks_with_keys * p.n_head_kv;
+  int parts = 1;
+  while (units > 0 && units * parts < threads && geo.group % (2 * parts) == 0) parts *= 2;
+  return parts;
+}
+
 void check(const AttentionProblem& p) {
   if (p.head_dim <= 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) {
     fail("attention: bad head geometry ({} heads, {} KV heads, size {})", p.n_head, p.n_head_kv, p.head_dim);
@@ -692,18 +709,23 @@ void attend(const AttentionProblem& p, ThreadPool& pool, AttentionScratch& scrat
       }
     }
   }
-  const int64_t n_items = p.n_tokens * n_chunks * n_kv_heads;
+  const int head_parts = one_row_head_parts(p, geo, n_chunks, split, pool.size());
+  const int heads_per_item = geo.group / head_parts;
+  const int64_t n_items = p.n_tokens * n_chunks * n_kv_heads * head_parts;
   pool.parallel_for_threads(n_items, [&](int64_t begin, int64_t end, int thread) {
     for (int64_t k = begin; k < end; ++k) {
       const int64_t x = interleaved(k, n_items);
       OneRowItem item;
       item.scratch = &state.threads[static_cast<size_t>(thread)];
-      item.g = static_cast<int>(x % n_kv_heads);
-      const int64_t c = x / n_kv_heads % n_chunks;
-      item.t = x / n_kv_heads / n_chunks;
+      const int64_t unit = x / head_parts;  // (token, chunk, KV head)
+      item.g = static_cast<int>(unit % n_kv_heads);
+      item.head = item.g * geo.group + static_cast<int>(x % head_parts) * heads_per_item;
+      item.n_heads = heads_per_item;
+      const int64_t c = unit / n_kv_heads % n_chunks;
+      item.t = unit / n_kv_heads / n_chunks;
       item.begin = split ? geo.chunk_begin(c) : 0;
       item.end = split ? geo.chunk_end(c) : geo.n_listed;
-      item.partials = &partials[static_cast<size_t>((item.t * n_chunks + c) * p.n_head + item.g * geo.group)];
+      item.partials = &partials[static_cast<size_t>((item.t * n_chunks + c) * p.n_head + item.head)];
       item.finish = !split;
       HWY_DYNAMIC_DISPATCH(RunOneRow)(p, item);
     }

@@ -135,6 +135,8 @@ TEST_P(AttentionSimd, OneRowMatchesReference) {
       {.head_dim = 64, .n_head = 2, .n_head_kv = 2, .n_tokens = 63, .n_listed = 150, .first_cell = 21},
       {.head_dim = 96, .n_head = 4, .n_head_kv = 2, .n_tokens = 3, .n_listed = 40},
       {.head_dim = 72, .n_head = 3, .n_head_kv = 1, .n_tokens = 2, .n_listed = 45},
+      // One token, one KV head: its group of query heads is split between the two threads.
+      {.head_dim = 256, .n_head = 4, .n_head_kv = 1, .n_tokens = 1, .n_listed = 200},
   };
   uint32_t seed = 1;
   for (const Shape& s : shapes) {
@@ -154,6 +156,9 @@ TEST_P(AttentionSimd, SplitKvMatchesReference) {
       {.head_dim = 64, .n_head = 4, .n_head_kv = 1, .n_listed = 700, .kv_split_threads = 3},
       {.head_dim = 32, .n_head = 4, .n_head_kv = 2, .n_listed = 300, .window = 40, .kv_split_threads = 16},
       {.head_dim = 512, .n_head = 2, .n_head_kv = 1, .n_listed = 257, .kv_split_threads = 1},
+      // A ring-full sliding layer of Gemma 3 1B: its window lies in the second of two chunks, the
+      // one KV head's four query heads are split between the threads.
+      {.head_dim = 256, .n_head = 4, .n_head_kv = 1, .n_listed = 512, .first_cell = 4032, .kv_split_threads = 2},
   };
   uint32_t seed = 11;
   for (const Shape& s : shapes) {
@@ -204,6 +209,10 @@ TEST_P(AttentionSimd, ThreadCountDoesNotChangeResults) {
     const auto one = run_simd(c, 1);
     expect_identical(run_simd(c, 3), one, "3 threads, tokens " + std::to_string(n_tokens));
   }
+  // Decode with one KV head: 2, 3 and 4 threads split its eight query heads in 2, 4 and 4 parts.
+  Case c({.head_dim = 128, .n_head = 8, .n_head_kv = 1, .n_tokens = 1, .n_listed = 300, .first_cell = 700}, 43);
+  const auto one = run_simd(c, 1);
+  for (int threads : {2, 3, 4}) expect_identical(run_simd(c, threads), one, std::to_string(threads) + " threads, one KV head");
 }
 
 CHANNEL_INSTANTIATE_PER_HWY_TARGET(AttentionSimd);
