@@ -3,7 +3,8 @@
 // is only which independent operations run side by side.
 //
 // - One-row and split-KV: one work item is one token, one KV head (all query heads reading it:
-//   the keys and values are loaded once per group) and one range of cells. Keys are taken in
+//   the keys and values are loaded once per group, or a part of the group where the items would
+//   be fewer than the threads) and one range of cells. Keys are taken in
 //   blocks: scores of the block for every head of the group, then the online-softmax bookkeeping
 //   (scalar, in key order), then the f16 accumulators updated with the block's values a few
 //   vectors of head dimensions at a time, held in registers across the block's keys.
