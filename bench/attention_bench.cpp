@@ -5,9 +5,9 @@
 //   channel_attention_bench --benchmark_filter=Decode
 //
 // Decode: 1 query over 4096 cached keys (the split-KV scheme: 4096 cells is past llama.cpp's 512).
-// Decode1KvGlobal, Decode1KvWindow: Gemma 3 1B's layers with the ring full: a global layer's 3968 keys (positions
-// 576-4543) and a sliding layer's window of 512 (positions 4032-4543, all in the second of two
-// split-KV chunks).
+// Decode1KvGlobal, Decode1KvWindow: Gemma 3 1B's layers with the ring full: a global layer's
+// 3968 keys (positions 576-4543) and a sliding layer's window of 512 (positions 4032-4543, all in
+// the second of two split-KV chunks).
 // Prefill: a fresh batch of 64 or 512 tokens attending causally to itself (the tiled scheme).
 // items_per_second counts query tokens; bytes_per_second (decode) the K and V bytes read.
 #include <benchmark/benchmark.h>

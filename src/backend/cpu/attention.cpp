@@ -302,15 +302,15 @@ void ProcessOneRowBlock(const OneRowBlock& block, int group, int dim, const floa
 
 void RunOneRow(const AttentionProblem& p, const OneRowItem& item) {
   const DF df;
-  const int group = item.n_heads;  // the query heads this item computes over one pass of the keys
+  const int heads = item.n_heads;  // the query heads this item computes over one pass of the keys
   const int dim = p.head_dim;
-  float* transposed = item.scratch->get<float>(64 * kOneRowBlock + static_cast<size_t>(group) * dim + 3 * group * kOneRowBlock);
+  float* transposed = item.scratch->get<float>(64 * kOneRowBlock + static_cast<size_t>(heads) * dim + 3 * heads * kOneRowBlock);
   float* q16 = transposed + 64 * kOneRowBlock;
-  float* scores = q16 + group * dim;
-  float* rescale = scores + group * kOneRowBlock;
-  float* weight = rescale + group * kOneRowBlock;
+  float* scores = q16 + heads * dim;
+  float* rescale = scores + heads * kOneRowBlock;
+  float* weight = rescale + heads * kOneRowBlock;
 
-  for (int i = 0; i < group; ++i) {
+  for (int i = 0; i < heads; ++i) {
     const float* q = p.q + (item.t * p.n_head + item.head + i) * dim;
     float* q_round = q16 + i * dim;
     int d = 0;
@@ -331,14 +331,14 @@ void RunOneRow(const AttentionProblem& p, const OneRowItem& item) {
     block.keys[block.n] = p.k + slot * p.kv_stride + kv_offset;
     block.values[block.n] = p.v + slot * p.kv_stride + kv_offset;
     if (++block.n == kOneRowBlock) {
-      ProcessOneRowBlock(block, group, dim, q16, item.partials, scores, rescale, weight, transposed);
+      ProcessOneRowBlock(block, heads, dim, q16, item.partials, scores, rescale, weight, transposed);
       block.n = 0;
     }
   }
-  if (block.n > 0) ProcessOneRowBlock(block, group, dim, q16, item.partials, scores, rescale, weight, transposed);
+  if (block.n > 0) ProcessOneRowBlock(block, heads, dim, q16, item.partials, scores, rescale, weight, transposed);
 
   if (item.finish) {
-    for (int i = 0; i < group; ++i) {
+    for (int i = 0; i < heads; ++i) {
       OneRowPartial& r = item.partials[i];
       const VF inv = hn::Set(df, r.s == 0.0f ? 0.0f : 1.0f / r.s);
       int d = 0;
