@@ -5,7 +5,8 @@
 # calls). .devrun/channel is the new binary, .devrun/channel_base the one to compare against
 # (bench/device/pack.sh, then copy the base build's channel there).
 # BINARIES="channel_base channel channel_other" names the binaries in .devrun to compare (default
-# the first two). GPU_TESTS=1 first runs .devrun/channel_gpu_tests (every kernel against the CPU).
+# the first two). GPU_TESTS=1 first runs .devrun/channel_gpu_tests (every kernel against the CPU),
+# with the defaults and then with each of VARIANTS' settings.
 # VARIANTS="NAME=VALUE ..." also runs the new binary once per round with each environment setting
 # (e.g. VARIANTS="CHANNEL_VULKAN_NORM_WORKGROUP=256 CHANNEL_VULKAN_NORM_WORKGROUP=1024"); '+' joins
 # several settings into one variant (CHANNEL_VULKAN_MATVEC=128,2,2,2,4+CHANNEL_VULKAN_GATED_WORKGROUP=1024).
@@ -31,6 +32,11 @@ if [ "${GPU_TESTS:-0}" != 0 ]; then
   FILTER=${GPU_TESTS/#1/*}
   CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" --gtest_filter="$FILTER" 2>&1 |
     tee "$OUT/gpu-tests.txt" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+  for variant in ${VARIANTS:-}; do  # the same tests under each setting the variants time
+    echo "== GPU unit tests with $variant"
+    env ${variant//+/ } CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" --gtest_filter="$FILTER" 2>&1 |
+      tee "$OUT/gpu-tests-${variant//[^A-Za-z0-9_]/_}.txt" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+  done
 fi
 if [ -n "${MATVEC_SHAPES:-}" ]; then
   echo "== matrix-vector shapes"

@@ -21,7 +21,7 @@ uint32_t split_chunk_keys(uint32_t n_tokens, uint32_t n_view, uint32_t chunk_key
   const uint32_t chunks_per_token = max_chunks / n_tokens;
   if (chunks_per_token == 0) return 0;
   const uint32_t needed = (n_view + chunks_per_token - 1) / chunks_per_token;
-  return std::max(chunk_keys, (needed + 15) / 16 * 16);  // whole batches of the shader's 16 keys
+  return std::max(chunk_keys, (needed + 15) / 16 * 16);  // whole batches of the split shape's default 16 keys
 }
 
 AttentionScheme attention_scheme(uint32_t n_tokens, int head_dim, uint32_t n_view, int32_t first_cell,

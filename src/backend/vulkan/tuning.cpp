@@ -158,8 +158,8 @@ uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup)
   return std::min(1024u, info.max_workgroup_invocations);
 }
 
-// Each chunk's online softmax is a serial chain (its keys in batches of 16, one load latency a
-// batch) and the merge a step a chunk, so a chunk's length trades one against the other. H100,
+// Each chunk's online softmax is a serial chain (its keys in batches of 16 by default, one load
+// latency a batch) and the merge a step a chunk, so a chunk's length trades one against the other. H100,
 // Gemma 3 12B, decode with the ring full (`channel bench --gpu -p 512 -n 64 -r 3`, one call, two
 // rounds): 16 keys 136.2 / 136.9 tok/s, 32 keys 139.3 / 139.6 and 139.7 / 140.4, 48 keys 133.2 /
 // 133.5, 64 keys 127.1 / 126.1. With 32, the F32 gemma4e model of the long-decode parity test
@@ -171,6 +171,49 @@ uint32_t split_kv_chunk_keys(uint32_t max_keys) {
   const auto possible = [&](uint32_t keys) { return keys >= 16 && keys % 16 == 0 && keys <= max_keys; };
   if (const auto keys = env_number("CHANNEL_VULKAN_SPLIT_KV_KEYS", meaning, possible)) return *keys;
   return 32;
+}
+
+// One-row decode (a workgroup per head at decode) waits on its batches' chains, so it takes 32
+// keys a batch on 256 invocations where they fit; split-KV chunks (32 keys) keep 16 on 128, whose
+// many small workgroups share the GPU better. H100, Gemma 3 12B, `channel bench --gpu -p 16 -n 64
+// -r 3`, two rounds, one shape for both schemes (batch,groups): 16,2 decode at depth 0 164.2 /
+// 164.0 tok/s and ring full 143.7 / 144.0; 32,4 171.1 / 171.1 and 131.3 / 131.6; 48,4 171.6 /
+// 171.4 and 129.6 / 129.4; 32,2 165.6 / 165.5 and 126.4 / 126.3; 16,1 150.8 / 150.5 and 132.9 /
+// 132.9. The two shapes together (32,4 one-row, 16,2 split), next call: 168.3 / 168.8 and 141.4 /
+// 142.1, against 16,2 for both 162.6 / 161.5 and 142.4 / 142.9. A shape must give each group
+// whole keys, each key an invocation for its per-key sums, and fit the device's workgroup and
+// shared memory.
+AttentionRowsShapes attention_rows_shapes(const DeviceInfo& info, uint32_t max_head_dim) {
+  const auto fits = [&](const AttentionRowsShape& shape) {
+    return shape.groups >= 1 && shape.groups * 64u <= info.max_workgroup_invocations &&
+           shape.key_batch >= shape.groups && shape.key_batch % shape.groups == 0 &&
+           shape.key_batch <= 64u * shape.groups &&
+           4u * SHARED_ROWS_WORDS(shape.key_batch, max_head_dim) <= info.max_compute_shared_memory;
+  };
+  AttentionRowsShapes shapes;
+  if (const auto numbers = env_numbers("CHANNEL_VULKAN_ATTENTION_ROWS", 2, 4,
+                                       "batch,groups[,split_batch,split_groups] (e.g. 32,4,16,2)")) {
+    if (numbers->size() == 3) {
+      bad_setting("CHANNEL_VULKAN_ATTENTION_ROWS", "two or four numbers", std::getenv("CHANNEL_VULKAN_ATTENTION_ROWS"));
+    }
+    shapes.one_row = {(*numbers)[0], (*numbers)[1]};
+    shapes.split = numbers->size() == 4 ? AttentionRowsShape{(*numbers)[2], (*numbers)[3]} : shapes.one_row;
+    if (!fits(shapes.one_row) || !fits(shapes.split)) {
+      bad_setting("CHANNEL_VULKAN_ATTENTION_ROWS",
+                  fmt::format("batch,groups[,split_batch,split_groups], each with 64 x groups invocations (at most "
+                              "{}), a batch of whole keys per group up to 64 x groups, and the batch's shared "
+                              "memory within {} bytes",
+                              info.max_workgroup_invocations, info.max_compute_shared_memory),
+                  std::getenv("CHANNEL_VULKAN_ATTENTION_ROWS"));
+    }
+    return shapes;
+  }
+  if (const AttentionRowsShape larger{32, 4}; fits(larger)) shapes.one_row = larger;
+  return shapes;
+}
+
+std::array<uint32_t, 4> attention_rows_constants(const AttentionRowsShape& shape, uint32_t max_head_dim) {
+  return {max_head_dim + max_head_dim % 2, shape.key_batch, shape.groups, 64 * shape.groups};
 }
 
 uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option) {

@@ -10,6 +10,9 @@
 //   CHANNEL_VULKAN_ATTENTION_TOKENS=N    tokens a tiled attention workgroup shares loads between
 //   CHANNEL_VULKAN_NORM_WORKGROUP=N      norm_quantize.comp's threads per workgroup
 //   CHANNEL_VULKAN_SPLIT_KV_KEYS=N       listed keys per chunk of split-KV decode attention
+//   CHANNEL_VULKAN_ATTENTION_ROWS=batch,groups[,split_batch,split_groups]  decode attention's keys
+//                                        per batch and groups of 64 invocations (attention_rows.comp),
+//                                        one-row and split-KV
 //   CHANNEL_VULKAN_PREFETCH_MB=N         MiB of weights each prefetch reads (0: none)
 // and its diagnostic switches, 1 (on) or 0 (off, as when unset):
 //   CHANNEL_VULKAN_PROFILE=1             GPU time per stage of the forward pass, printed at close
@@ -18,6 +21,7 @@
 // Every CHANNEL_VULKAN_* variable the backend reads is read through this file.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -47,8 +51,22 @@ uint32_t tiled_attention_tokens(const DeviceInfo& info, uint32_t max_head_dim);
 uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup);
 
 // Listed keys per chunk of split-KV decode attention (attention_rows.comp scheme 1): a multiple
-// of the kernel's 16-key batch, at most `max_keys`.
+// of the split-KV shape's default 16-key batch (attention_rows_shapes), at most `max_keys`.
 uint32_t split_kv_chunk_keys(uint32_t max_keys);
+
+// attention_rows.comp's shape: keys per batch and groups of 64 invocations in its workgroup.
+struct AttentionRowsShape {
+  uint32_t key_batch = 16;
+  uint32_t groups = 2;
+};
+// Its shapes for the one-row scheme (a workgroup per head, each a serial chain over all its keys)
+// and for split-KV chunks (many workgroups, each over one short chunk).
+struct AttentionRowsShapes {
+  AttentionRowsShape one_row, split;
+};
+AttentionRowsShapes attention_rows_shapes(const DeviceInfo& info, uint32_t max_head_dim);
+// attention_rows.comp's specialization constants for `shape` and the model's largest head size.
+std::array<uint32_t, 4> attention_rows_constants(const AttentionRowsShape& shape, uint32_t max_head_dim);
 
 // Bytes of weights each weight prefetch reads (weight_prefetch.h): `option` where given.
 uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option);

@@ -92,6 +92,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const VulkanBac
   tiled_attention_tokens_ =
       tiled_attention_tokens(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
   split_kv_chunk_keys_ = split_kv_chunk_keys(kKvSlots);
+  attention_rows_ = attention_rows_shapes(device_->info(), static_cast<uint32_t>(model_->config().max_head_dim()));
   matmul_ = std::make_unique<MatmulKernels>(*device_, *pipelines_, matmul_options(device_->info()));
   prefetch_ = std::make_unique<WeightPrefetch>(*device_, *pipelines_,
                                                prefetch_budget_bytes(device_->info(), options_.prefetch_bytes));
@@ -397,12 +398,14 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     const uint32_t spec[] = {kCombineWorkgroup, max_head_dim, split_kv_max_chunks(split_kv_chunk_keys_)};
     return pipelines_->get(shader, spec);
   }
-  if (shader == "attention_rows") {  // 128 invocations, fixed in the shader
-    const uint32_t spec[] = {max_head_dim + max_head_dim % 2};
-    return pipelines_->get(shader, spec);
-  }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};
   return pipelines_->get(shader, spec);
+}
+
+const ComputePipeline& VulkanBackend::attention_rows_pipeline(bool split) {
+  const uint32_t max_head_dim = static_cast<uint32_t>(model_->config().max_head_dim());
+  return pipelines_->get("attention_rows",
+                         attention_rows_constants(split ? attention_rows_.split : attention_rows_.one_row, max_head_dim));
 }
 
 // ------------------------------------------------------------------------------------ forward
@@ -803,14 +806,15 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
                                 quantized_output.values,
                                 quantized_output.scales};
   const bool tiled = tiled_attention(n_tokens, lc.head_dim);
-  seq.dispatch_indirect(pipeline(tiled ? "attention" : "attention_rows"), attention, attention_steps_,
+  const bool split = lc.sliding ? shape.split.sliding : shape.split.global;
+  seq.dispatch_indirect(tiled ? pipeline("attention") : attention_rows_pipeline(split), attention, attention_steps_,
                         step_offset + offsetof(AttentionStepParams, attention_groups));
   record_prefetch(seq, n_tokens, std::array{&w.wo});
   seq.barrier();
   static constexpr const char* kAttentionStage[2][2] = {{"attention (global)", "attention (sliding)"},
                                                          {"attention tiled (global)", "attention tiled (sliding)"}};
   mark(seq, kAttentionStage[tiled ? 1 : 0][lc.sliding ? 1 : 0]);
-  if (lc.sliding ? shape.split.sliding : shape.split.global) {  // the chunks merged per head
+  if (split) {  // the chunks merged per head
     const CombinePush combine{partials_.address(),
                               attn_.address(),
                               quantized_output.values,

@@ -25,6 +25,7 @@
 #include "backend/vulkan/matmul_kernels.h"
 #include "backend/vulkan/pipeline.h"
 #include "backend/vulkan/transfer.h"
+#include "backend/vulkan/tuning.h"
 #include "backend/vulkan/weight_prefetch.h"
 #include "model/model.h"
 
@@ -175,6 +176,8 @@ class VulkanBackend final : public Backend {
   // The end of a pass of this shape: the hidden state copy and the logits.
   void record_pass_outputs(CommandSequence& seq, const PassShape& shape);
   const ComputePipeline& pipeline(std::string_view shader, uint32_t extra = 0);
+  // attention_rows.comp for the one-row scheme or for split-KV chunks (each has its own shape).
+  const ComputePipeline& attention_rows_pipeline(bool split);
   // Profiling (CHANNEL_VULKAN_PROFILE=1): GPU time per stage of the forward pass, summed over the
   // backend's life and printed to stderr when it is destroyed. mark() adds a timestamp to the
   // sequence being recorded (record()).
@@ -236,6 +239,7 @@ class VulkanBackend final : public Backend {
   // Set from tuning.h in the constructor (no defaults here: tuning.cpp holds them).
   uint32_t tiled_attention_tokens_ = 0;  // tokens of one head per workgroup of the prefill attention
   uint32_t split_kv_chunk_keys_ = 0;     // listed keys per chunk of split-KV decode attention
+  AttentionRowsShapes attention_rows_;   // decode attention's key batches and workgroups
   // rotate_keys and KV export/import.
   Buffer rotate_slots_, rotate_first_move_, rotate_cos_sin_, kv_rows_, kv_row_ids_;
 };

@@ -342,7 +342,9 @@ GpuResult gpu_attention(GpuContext& gpu, const AttentionCase& c, const Problem& 
   // VulkanBackend::pipeline's specialization constants.
   const bool tiled = tiled_attention(c.n_tokens, c.head_dim);
   const uint32_t tiled_spec[] = {c.max_head_dim, tiled_attention_tokens(gpu.device.info(), c.max_head_dim)};
-  const uint32_t rows_spec[] = {c.max_head_dim + c.max_head_dim % 2};
+  const AttentionRowsShapes rows_shapes = attention_rows_shapes(gpu.device.info(), c.max_head_dim);
+  const auto rows_spec =
+      attention_rows_constants(params.scheme == kSplitKv ? rows_shapes.split : rows_shapes.one_row, c.max_head_dim);
   const uint32_t combine_spec[] = {kCombineWorkgroup, c.max_head_dim, max_chunks};
   CommandSequence seq(gpu.device);
   seq.begin();

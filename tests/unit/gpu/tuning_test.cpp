@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <string>
 
@@ -102,6 +103,23 @@ TEST(VulkanTuning, DefaultsFollowTheDeviceType) {
   EXPECT_EQ(matmul_options(gpu).matvec_workgroup, MatmulKernels::Options{}.matvec_workgroup);
 }
 
+TEST(VulkanTuning, OneRowAttentionTakesLargerBatchesWhereTheyFit) {
+  DeviceInfo gpu = device_of_type(DeviceType::kDiscrete);
+  const AttentionRowsShapes head256 = attention_rows_shapes(gpu, 256);
+  EXPECT_EQ(head256.one_row.key_batch, 32u);
+  EXPECT_EQ(head256.one_row.groups, 4u);
+  EXPECT_EQ(head256.split.key_batch, 16u);
+  EXPECT_EQ(head256.split.groups, 2u);
+  const std::array<uint32_t, 4> constants = attention_rows_constants(head256.one_row, 255);
+  EXPECT_EQ(constants, (std::array<uint32_t, 4>{256, 32, 4, 256}));  // an even head size; 64 x groups invocations
+  // lavapipe's 32 KiB: 32 keys of a 512-value head (45 KiB of shared memory) do not fit.
+  gpu.max_compute_shared_memory = 32768;
+  EXPECT_EQ(attention_rows_shapes(gpu, 512).one_row.key_batch, 16u);
+  EXPECT_EQ(attention_rows_shapes(gpu, 256).one_row.key_batch, 32u);
+  gpu.max_workgroup_invocations = 128;
+  EXPECT_EQ(attention_rows_shapes(gpu, 256).one_row.groups, 2u);
+}
+
 TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
   const DeviceInfo gpu = device_of_type(DeviceType::kDiscrete);
   {
@@ -166,6 +184,28 @@ TEST(VulkanTuning, EnvironmentOverridesAreChecked) {
   for (const char* text : {"0", "24", "4112", "32,32"}) {  // not a multiple of the 16-key batch; past the ring
     ScopedEnv env("CHANNEL_VULKAN_SPLIT_KV_KEYS", text);
     EXPECT_NE(error_of([&] { split_kv_chunk_keys(4096); }).find("a multiple of 16 from 16 to 4096"),
+              std::string::npos)
+        << text;
+  }
+  {
+    ScopedEnv env("CHANNEL_VULKAN_ATTENTION_ROWS", "8,1");
+    const AttentionRowsShapes shapes = attention_rows_shapes(gpu, 256);
+    EXPECT_EQ(shapes.one_row.key_batch, 8u);
+    EXPECT_EQ(shapes.one_row.groups, 1u);
+    EXPECT_EQ(shapes.split.key_batch, 8u);  // two numbers set both schemes
+  }
+  {
+    ScopedEnv env("CHANNEL_VULKAN_ATTENTION_ROWS", "48,4,32,2");
+    const AttentionRowsShapes shapes = attention_rows_shapes(gpu, 256);
+    EXPECT_EQ(shapes.one_row.key_batch, 48u);
+    EXPECT_EQ(shapes.split.key_batch, 32u);
+    EXPECT_EQ(shapes.split.groups, 2u);
+  }
+  // Three numbers; a batch smaller than its groups or not whole keys per group; more keys than
+  // invocations; past the 1024 invocations; 64 keys of a 256-value head past 48 KiB; zero groups.
+  for (const char* text : {"32,4,16", "1,2", "6,4", "192,2", "32,32", "64,4", "16,2,64,4", "16,0", "x"}) {
+    ScopedEnv env("CHANNEL_VULKAN_ATTENTION_ROWS", text);
+    EXPECT_NE(error_of([&] { attention_rows_shapes(gpu, 256); }).find("CHANNEL_VULKAN_ATTENTION_ROWS must be"),
               std::string::npos)
         << text;
   }

@@ -18,8 +18,8 @@
 //     token sees: sum 0); attention_combine.comp merges them as llama.cpp does.
 // The output is f32, or (out_q != 0) the Q8_0 activations of the wo product, quantized here
 // (quantize_workgroup.glsl) instead of by another dispatch.
-// The work is spread without changing that arithmetic. Keys are taken in batches of kBatch:
-//   1. the workgroup loads the batch's values into shared memory, and its groups of 64
+// The work is spread without changing that arithmetic. Keys are taken in batches of KEY_BATCH:
+//   1. the workgroup loads the batch's values into shared memory, and its GROUPS groups of 64
 //      invocations form the scores' 64 partial sums of ggml_vec_dot_f16 (AVX-512: 4 accumulators
 //      of 16 lanes, each a fused multiply-add chain over steps of 64 elements), one invocation
 //      per partial sum, consecutive invocations reading consecutive key elements;
@@ -29,28 +29,32 @@
 //      pairs of output dims, reading the values from shared memory.
 // Workgroup index = t * n_head + h (scheme 1: (t * n_head + h, chunk) = (index / n_chunks,
 // index % n_chunks)).
-// 128 invocations. Needs shaderFloat64 (sums in double, as the CPU). Specialization constant:
-// 0 MAX_HEAD_DIM (even).
+// Each batch is a chain of dependent phases (loads, per-key sums, accumulation, each ending in a
+// barrier), so at decode, where a head's keys are one workgroup's serial work, larger batches mean
+// fewer chains; the batch's values and partial sums in shared memory bound its size.
+// Needs shaderFloat64 (sums in double, as the CPU). Specialization constants: 0 MAX_HEAD_DIM
+// (even), 1 KEY_BATCH (a multiple of GROUPS, at most 64 x GROUPS), 2 GROUPS, 3 the workgroup's
+// invocations (64 x GROUPS).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "attention_common.glsl"
 #include "quantize_block.glsl"
 
-layout(local_size_x = 128) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
+layout(constant_id = 1) const uint KEY_BATCH = 16;  // keys per batch
+layout(constant_id = 2) const uint GROUPS = 2;      // groups of kSlotSums invocations in the workgroup
 #define QUANTIZE_CAPACITY MAX_HEAD_DIM
 #include "quantize_workgroup.glsl"
 
-const uint kBatch = 16;        // keys per batch
-const uint kSlotSums = 64;     // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
-const uint kGroups = 2;        // groups of kSlotSums invocations in the workgroup
-const uint kKeysPerGroup = kBatch / kGroups;
-const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + 127u) / 128u;
+const uint kSlotSums = 64;  // ggml_vec_dot_f16's partial sums: 4 accumulators x 16 lanes
+const uint kKeysPerGroup = KEY_BATCH / GROUPS;
+const uint kMaxPairsPerLane = (MAX_HEAD_DIM / 2u + GROUPS * kSlotSums - 1u) / (GROUPS * kSlotSums);
 
-shared float query[MAX_HEAD_DIM];
-shared float slot_sums[kBatch * kSlotSums];
-shared float batch_scores[kBatch];
-shared uint batch_values[kBatch * (MAX_HEAD_DIM / 2u)];  // f16 pairs: dims 2i, 2i + 1 in word i
+shared float query[SHARED_ROWS_QUERY(MAX_HEAD_DIM)];
+shared float slot_sums[SHARED_ROWS_SLOT_SUMS(KEY_BATCH)];
+shared float batch_scores[SHARED_ROWS_SCORES(KEY_BATCH)];
+shared uint batch_values[SHARED_ROWS_VALUES(KEY_BATCH, MAX_HEAD_DIM)];  // f16 pairs: dims 2i, 2i + 1 in word i
 
 uint list_index(int cell) { return uint(clamp(cell - step.first_cell, 0, int(step.n_view))); }
 
@@ -66,7 +70,7 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
       batch_values[k * (MAX_HEAD_DIM / 2u) + w] = U32Ptr(p.v_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u).v[w];
     }
   }
-  // Group g of 64 invocations takes keys g, g + kGroups, ...: each invocation forms partial sum s
+  // Group g of 64 invocations takes keys g, g + GROUPS, ...: each invocation forms partial sum s
   // (accumulator s / 16, lane s % 16: elements i + s of each step i) of all its keys at once, so
   // that the loads of every key are in flight together.
   const uint whole = dim & ~63u;
@@ -75,7 +79,7 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
   bool visible[kKeysPerGroup];
   float acc[kKeysPerGroup];
   [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
-    const uint k = group + m * kGroups;
+    const uint k = group + m * GROUPS;
     uint slot = 0u;
     visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
     keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
@@ -89,7 +93,7 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
     [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[i + s], key_values[m], acc[m]);
   }
   [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
-    if (visible[m]) slot_sums[(group + m * kGroups) * kSlotSums + s] = acc[m];
+    if (visible[m]) slot_sums[(group + m * GROUPS) * kSlotSums + s] = acc[m];
   }
   barrier();
   if (lane < n) {
@@ -166,8 +170,8 @@ void main() {
   float m = kMinusInfinity, s = 0.0;
   vec2 acc[kMaxPairsPerLane];
   for (uint i = 0; i < kMaxPairsPerLane; ++i) acc[i] = vec2(0.0);
-  for (uint j0 = begin; j0 < end; j0 += kBatch) {
-    const uint n = min(kBatch, end - j0);
+  for (uint j0 = begin; j0 < end; j0 += KEY_BATCH) {
+    const uint n = min(KEY_BATCH, end - j0);
     score_batch(j0, n, kv_head, position, min_position);
     accumulate_batch(n, m, s, acc);
   }

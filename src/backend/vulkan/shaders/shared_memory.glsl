@@ -29,6 +29,16 @@
   (SHARED_ATTENTION_QUERY(tokens, max_head_dim) + SHARED_ATTENTION_TILE(tokens) +           \
    SHARED_ATTENTION_TILE_CELLS + 4u * (tokens) + SHARED_QUANTIZE_WORDS(max_head_dim))
 
+// attention_rows.comp: the query (max_head_dim values), a batch's 64 partial sums and score per
+// key and its values (f16 pairs), and the Q8_0 staging of one head.
+#define SHARED_ROWS_QUERY(max_head_dim) (max_head_dim)
+#define SHARED_ROWS_SLOT_SUMS(batch) ((batch) * 64u)
+#define SHARED_ROWS_SCORES(batch) (batch)
+#define SHARED_ROWS_VALUES(batch, max_head_dim) ((batch) * ((max_head_dim) / 2u))
+#define SHARED_ROWS_WORDS(batch, max_head_dim)                                               \
+  (SHARED_ROWS_QUERY(max_head_dim) + SHARED_ROWS_SLOT_SUMS(batch) + SHARED_ROWS_SCORES(batch) + \
+   SHARED_ROWS_VALUES(batch, max_head_dim) + SHARED_QUANTIZE_WORDS(max_head_dim))
+
 // matmul.comp (Q4_0 / Q8_0): per step k_blocks blocks of `rows` weight rows and `tokens` token
 // rows, 8 packed words padded to 9 (distinct banks for the tile's 16 row groups) and a scale each.
 #define SHARED_MATMUL_STRIDE 9u
