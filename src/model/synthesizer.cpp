@@ -163,7 +163,9 @@ void check_geometry(const SynthOptions& o) {
   check_e_model_geometry(o);
   check_expert_geometry(o);
   // Quantized rows hold whole blocks of 32: every matrix row length must be a multiple of it.
-  for (GgmlType type : {o.weight_type, o.embedding_type}) {
+  std::vector<GgmlType> types = {o.weight_type, o.embedding_type};
+  for (const auto& [matrix, type] : o.layer_matrix_types) types.push_back(type);
+  for (GgmlType type : types) {
     const int64_t block = ggml_type_traits(type).block_elements;
     for (int64_t cols : {int64_t{o.n_embd}, int64_t{o.n_ff}, int64_t{o.n_head} * o.head_dim,
                          int64_t{o.n_head} * o.head_dim_global, int64_t{o.n_embd_per_layer}, int64_t{o.n_ff_exp}}) {
@@ -440,7 +442,9 @@ void synthesize_model(const SynthOptions& o, const std::string& out_path) {
     const auto name = [&](const char* t) { return tensor_name(il, t); };
     const auto matrix = [&](const char* t, int64_t cols, int64_t rows, float stddev,
                             const ModelWriter::RowEdit& edit = {}) {
-      model.matrix(name(t), o.weight_type, cols, rows, stddev, edit, tensor_name(matrix_source_layer(o, il), t));
+      const auto type = o.layer_matrix_types.find(t);
+      model.matrix(name(t), type == o.layer_matrix_types.end() ? o.weight_type : type->second, cols, rows, stddev,
+                   edit, tensor_name(matrix_source_layer(o, il), t));
     };
     const bool writes_kv = !is_kv_shared_layer(o, il);
     const int64_t n_ff = layer_ffn_size(o, il);

@@ -22,6 +22,9 @@ struct SynthOptions {
   std::string vocab_path;           // GGUF whose tokenizer.* metadata is copied
   GgmlType weight_type = GgmlType::F32;     // attention and FFN matrices
   GgmlType embedding_type = GgmlType::F32;  // token_embd (tied output)
+  // Layer matrices whose type is not weight_type, by their name within a layer ("attn_v" for
+  // blk.N.attn_v.weight): models whose projections mix types, as some converters write them.
+  std::map<std::string, GgmlType> layer_matrix_types;
   uint64_t seed = 1;
   int n_layer = 6;
   int n_embd = 128;

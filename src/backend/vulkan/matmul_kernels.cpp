@@ -112,6 +112,10 @@ MatmulKernels::MatmulKernels(Device& device, PipelineCache& pipelines, Options o
   }
 }
 
+bool MatmulKernels::shares_activations(GgmlType prepared_for, GgmlType weight_type) {
+  return prepared_for == weight_type || (is_quantized(prepared_for) && is_quantized(weight_type));
+}
+
 uint64_t MatmulKernels::scratch_bytes(GgmlType weight_type, int64_t n_tokens, int64_t cols) {
   const uint64_t n = static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(cols);
   switch (weight_type) {
@@ -233,7 +237,7 @@ void MatmulKernels::record_matmul_rows(CommandSequence& seq, const DeviceMatrix&
 
 MatmulPush MatmulKernels::matmul_push(const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids,
                                       int64_t n_out, VkDeviceAddress out, int64_t out_stride) const {
-  if (x.weight_type != w.type) {
+  if (!shares_activations(x.weight_type, w.type)) {
     fail("Vulkan matmul: activations prepared for {} weights used with {} weights", ggml_type_traits(x.weight_type).name,
          ggml_type_traits(w.type).name);
   }

@@ -108,6 +108,10 @@ class MatmulKernels {
   MatmulKernels(Device& device, PipelineCache& pipelines);
   MatmulKernels(Device& device, PipelineCache& pipelines, Options options);
 
+  // Whether activations prepared for `prepared_for` weights serve `weight_type` weights: Q4_0 and
+  // Q8_0 both read Q8_0 activations (llama.cpp's vec_dot_type of both), every other type its own.
+  static bool shares_activations(GgmlType prepared_for, GgmlType weight_type);
+
   // Bytes of scratch record_prepare needs for this weight type (0 for F32).
   static uint64_t scratch_bytes(GgmlType weight_type, int64_t n_tokens, int64_t cols);
 

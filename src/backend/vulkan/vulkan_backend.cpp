@@ -349,10 +349,11 @@ void VulkanBackend::allocate_state() {
     per_layer_inputs_ = device_f32(n * all_layers);
   }
   uint64_t scratch = 16;
-  for (const auto& w : layers_) {
-    for (const DeviceMatrix* m : {&w.wq, &w.wo, &w.gate, &w.down, &w.per_layer_gate, &w.per_layer_proj}) {
+  for (const auto& w : layers_) {  // every matrix's input (a layer's matrices may differ in type)
+    for (const DeviceMatrix* m : {&w.wq, &w.wk, &w.wo, &w.gate, &w.up, &w.down, &w.per_layer_gate, &w.per_layer_proj}) {
       scratch = std::max(scratch, MatmulKernels::scratch_bytes(m->type, n, m->cols));
     }
+    if (w.wv) scratch = std::max(scratch, MatmulKernels::scratch_bytes(w.wv->type, n, w.wv->cols));
   }
   scratch = std::max(scratch, MatmulKernels::scratch_bytes(per_layer_model_proj_.type, n, per_layer_model_proj_.cols));
   scratch = std::max(scratch, MatmulKernels::scratch_bytes(output_.type, kMaxLogitRows, output_.cols));
@@ -743,9 +744,19 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
   if (w.wqkv) {
     matmul_->record_matmul(seq, *w.wqkv, a, q_in, projections);
   } else {
-    matmul_->record_matmul(seq, w.wq, a, q_in, projections);
-    if (writes_kv) matmul_->record_matmul(seq, w.wk, a, k_in, projections);
-    if (w.wv) matmul_->record_matmul(seq, *w.wv, a, v_in, projections);
+    // Projections whose types need other activations than `a`'s get them prepared anew from the
+    // residual stream (the attention norm again), after the products that read the scratch buffer.
+    PreparedActivations input = a;
+    const auto record_projection = [&](const DeviceMatrix& m, VkDeviceAddress out) {
+      if (!MatmulKernels::shares_activations(input.weight_type, m.type)) {
+        seq.barrier();
+        input = record_norm_input(seq, m.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens, std::array{&m});
+      }
+      matmul_->record_matmul(seq, m, input, out, projections);
+    };
+    record_projection(w.wq, q_in);
+    if (writes_kv) record_projection(w.wk, k_in);
+    if (w.wv) record_projection(*w.wv, v_in);
   }
   seq.barrier();
   mark(seq, "qkv");
@@ -859,7 +870,14 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
     mark(seq, "gate/up + geglu");
   } else {
     matmul_->record_matmul(seq, w.gate, a, gate_.address(), n_ff);
-    matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
+    if (MatmulKernels::shares_activations(a.weight_type, w.up.type)) {
+      matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
+    } else {  // up's own activations, normed again from the residual the norm above updated
+      seq.barrier();
+      const PreparedActivations up_input =
+          record_norm_input(seq, w.up.type, x_.address(), w.ffn_norm, 0, 0, 1.0f, n_tokens, std::array{&w.up});
+      matmul_->record_matmul(seq, w.up, up_input, up_.address(), n_ff);
+    }
     seq.barrier();
     mark(seq, "gate/up");
     d = record_geglu_input(seq, w.down.type, up_.address(), n_tokens, n_ff);

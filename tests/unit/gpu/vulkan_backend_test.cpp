@@ -12,6 +12,7 @@
 #include <cfloat>
 #include <cmath>
 #include <functional>
+#include <map>
 
 #include "core/split_mix.h"
 #include "core/thread_pool.h"
@@ -244,6 +245,58 @@ std::shared_ptr<const Model> small_model(const TempDir& dir, ModelArch arch, Ggm
   o.weight_type = o.embedding_type = type;
   o.n_layer = 3;
   return Model::load(testing::synthesize(dir, o, "small.gguf"));
+}
+
+// Layers whose matrices are not all of one type (some converters keep a few projections wider):
+// Q/K/V then cannot be one stacked product, and each product takes its own type's activations.
+TEST(VulkanBackend, LayersWhoseMatricesMixTypesMatchTheCpu) {
+  struct MixedCase {
+    const char* name;
+    ModelArch arch;
+    GgmlType weight_type;
+    std::map<std::string, GgmlType> layer_matrix_types;
+  };
+  const MixedCase cases[] = {
+      {"gemma3 q4_0, attn_v / attn_output / ffn_up q8_0", ModelArch::Gemma3, GgmlType::Q4_0,
+       {{"attn_v", GgmlType::Q8_0}, {"attn_output", GgmlType::Q8_0}, {"ffn_up", GgmlType::Q8_0}}},
+      {"gemma4 q8_0, attn_q / ffn_down q4_0", ModelArch::Gemma4, GgmlType::Q8_0,
+       {{"attn_q", GgmlType::Q4_0}, {"ffn_down", GgmlType::Q4_0}}},
+      {"gemma3 q8_0, attn_k / ffn_gate f16", ModelArch::Gemma3, GgmlType::Q8_0,
+       {{"attn_k", GgmlType::F16}, {"ffn_gate", GgmlType::F16}}},
+      {"gemma3 bf16, attn_q q8_0", ModelArch::Gemma3, GgmlType::BF16, {{"attn_q", GgmlType::Q8_0}}},
+  };
+  for (const MixedCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    SynthOptions o = default_synth_options(c.arch);
+    o.weight_type = o.embedding_type = c.weight_type;
+    o.layer_matrix_types = c.layer_matrix_types;
+    o.n_layer = 3;
+    o.seed = 5;
+    const auto model = Model::load(testing::synthesize(dir, o, "mixed.gguf"));
+    VULKAN_BACKEND_OR_SKIP(gpu, model);
+    cpu::CpuBackend cpu(model, 2);
+    StreamContext on_gpu(*gpu, model->config());
+    StreamContext on_cpu(cpu, model->config());
+    const double limit = 2e-2;  // quantized products in every case
+    for (int n : {7, 70}) {  // one-row and tiled attention, matrix-vector and matrix products
+      const auto tokens = random_tokens(n, model->config().n_vocab, static_cast<uint64_t>(n));
+      Logits a, b;
+      on_gpu.append(tokens, LogitsWanted::All, a);
+      on_cpu.append(tokens, LogitsWanted::All, b);
+      ASSERT_TRUE(all_finite(a));
+      EXPECT_LT(relative_l2(a.values, b.values), limit) << n << " tokens";
+    }
+    int32_t next = 1;
+    for (int step = 0; step < 4; ++step) {
+      Logits a, b;
+      on_gpu.append(std::span<const int32_t>(&next, 1), LogitsWanted::Last, a);
+      on_cpu.append(std::span<const int32_t>(&next, 1), LogitsWanted::Last, b);
+      ASSERT_TRUE(all_finite(a));
+      EXPECT_LT(relative_l2(a.values, b.values), limit) << "decode step " << step;
+      next = static_cast<int32_t>(std::max_element(b.values.begin(), b.values.end()) - b.values.begin());
+    }
+  }
 }
 
 TEST(VulkanBackend, CandidateLogitsAreTheirColumnsOfTheFullLogits) {
