@@ -52,16 +52,23 @@ inline GpuContext* gpu_context(std::string& why) {
   return gpu_context_slot().get();
 }
 
-// The device goes when the tests are done, before exit() runs static destructors. On the H200 the
-// test process ended with SIGSEGV after all tests had passed, while this context was still alive
-// at exit (destroyed by a static destructor, after the driver's own exit handlers may have run);
-// released here, it exits with 0 there.
-class GpuContextRelease : public ::testing::Environment {
+// The device comes before the first test and goes when the tests are done. Made first, it keeps
+// the driver loaded while tests create and destroy backends (each with its own instance): on an
+// H100, with the tests of VulkanBackend.* run first (a gtest filter) and this context made only
+// after them, its vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER once ~17 backends
+// had come and gone, while every run that made it first passed. Released before exit() runs
+// static destructors: on the H200 the test process ended with SIGSEGV after all tests had passed
+// while this context was still alive at exit (after the driver's own exit handlers may have run).
+class GpuContextLifetime : public ::testing::Environment {
  public:
+  void SetUp() override {
+    std::string unavailable;  // each test that needs the context reports it
+    gpu_context(unavailable);
+  }
   void TearDown() override { gpu_context_slot().reset(); }
 };
-inline ::testing::Environment* const kGpuContextRelease =
-    ::testing::AddGlobalTestEnvironment(new GpuContextRelease);
+inline ::testing::Environment* const kGpuContextLifetime =
+    ::testing::AddGlobalTestEnvironment(new GpuContextLifetime);
 
 }  // namespace channel::vulkan::testing
 
