@@ -159,10 +159,10 @@ uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup)
 }
 
 // Each chunk's online softmax is a serial chain (its keys in batches of 16 by default, one load
-// latency a batch) and the merge a step a chunk, so a chunk's length trades one against the other. H100,
-// Gemma 3 12B, decode with the ring full (`channel bench --gpu -p 512 -n 64 -r 3`, one call, two
-// rounds): 16 keys 136.2 / 136.9 tok/s, 32 keys 139.3 / 139.6 and 139.7 / 140.4, 48 keys 133.2 /
-// 133.5, 64 keys 127.1 / 126.1. With 32, the F32 gemma4e model of the long-decode parity test
+// latency a batch) and the merge a step a chunk, so a chunk's length trades one against the other.
+// H100, Gemma 3 12B, decode with the ring full (`channel bench --gpu -p 512 -n 64 -r 3`, one call,
+// two rounds): 16 keys 136.2 / 136.9 tok/s, 32 keys 139.3 / 139.6 and 139.7 / 140.4, 48 keys 133.2
+// / 133.5, 64 keys 127.1 / 126.1. With 32, the F32 gemma4e model of the long-decode parity test
 // (480-token prompt, 64 greedy tokens) leaves llama.cpp's greedy tokens at token 59, a near tie
 // (llama.cpp's two candidates 4.9e-5 of the row's RMS apart) that the greedy comparison accepts.
 // Every device type takes the same length, so that lavapipe's tests run the chunks a GPU runs.
