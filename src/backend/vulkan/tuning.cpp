@@ -193,16 +193,13 @@ AttentionRowsShapes attention_rows_shapes(const DeviceInfo& info, uint32_t max_h
   AttentionRowsShapes shapes;
   if (const auto numbers = env_numbers("CHANNEL_VULKAN_ATTENTION_ROWS", 2, 4,
                                        "batch,groups[,split_batch,split_groups] (e.g. 32,4,16,2)")) {
-    if (numbers->size() == 3) {
-      bad_setting("CHANNEL_VULKAN_ATTENTION_ROWS", "two or four numbers", std::getenv("CHANNEL_VULKAN_ATTENTION_ROWS"));
-    }
     shapes.one_row = {(*numbers)[0], (*numbers)[1]};
     shapes.split = numbers->size() == 4 ? AttentionRowsShape{(*numbers)[2], (*numbers)[3]} : shapes.one_row;
-    if (!fits(shapes.one_row) || !fits(shapes.split)) {
+    if (numbers->size() == 3 || !fits(shapes.one_row) || !fits(shapes.split)) {
       bad_setting("CHANNEL_VULKAN_ATTENTION_ROWS",
-                  fmt::format("batch,groups[,split_batch,split_groups], each with 64 x groups invocations (at most "
-                              "{}), a batch of whole keys per group up to 64 x groups, and the batch's shared "
-                              "memory within {} bytes",
+                  fmt::format("batch,groups or batch,groups,split_batch,split_groups, each with 64 x groups "
+                              "invocations (at most {}), a batch of whole keys per group up to 64 x groups, and the "
+                              "batch's shared memory within {} bytes",
                               info.max_workgroup_invocations, info.max_compute_shared_memory),
                   std::getenv("CHANNEL_VULKAN_ATTENTION_ROWS"));
     }

@@ -712,6 +712,13 @@ PreparedActivations VulkanBackend::record_norm_input(CommandSequence& seq, GgmlT
   return prepared;
 }
 
+PreparedActivations VulkanBackend::input_for(CommandSequence& seq, const PreparedActivations& prepared,
+                                             const DeviceMatrix& m, VkDeviceAddress norm, uint32_t n_tokens) {
+  if (MatmulKernels::shares_activations(prepared.weight_type, m.type)) return prepared;
+  seq.barrier();
+  return record_norm_input(seq, m.type, x_.address(), norm, 0, 0, 1.0f, n_tokens, std::array{&m});
+}
+
 void VulkanBackend::record_layer(CommandSequence& seq, int il, const PassShape& shape) {
   const uint32_t n_tokens = shape.n_tokens;
   record_attention(seq, il, shape);
@@ -744,14 +751,10 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
   if (w.wqkv) {
     matmul_->record_matmul(seq, *w.wqkv, a, q_in, projections);
   } else {
-    // Projections whose types need other activations than `a`'s get them prepared anew from the
-    // residual stream (the attention norm again), after the products that read the scratch buffer.
+    // Projections of other types than wq's may need activations of their own.
     PreparedActivations input = a;
     const auto record_projection = [&](const DeviceMatrix& m, VkDeviceAddress out) {
-      if (!MatmulKernels::shares_activations(input.weight_type, m.type)) {
-        seq.barrier();
-        input = record_norm_input(seq, m.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens, std::array{&m});
-      }
+      input = input_for(seq, input, m, w.attn_norm, n_tokens);
       matmul_->record_matmul(seq, m, input, out, projections);
     };
     record_projection(w.wq, q_in);
@@ -870,14 +873,8 @@ void VulkanBackend::record_ffn(CommandSequence& seq, int il, uint32_t n_tokens) 
     mark(seq, "gate/up + geglu");
   } else {
     matmul_->record_matmul(seq, w.gate, a, gate_.address(), n_ff);
-    if (MatmulKernels::shares_activations(a.weight_type, w.up.type)) {
-      matmul_->record_matmul(seq, w.up, a, up_.address(), n_ff);
-    } else {  // up's own activations, normed again from the residual the norm above updated
-      seq.barrier();
-      const PreparedActivations up_input =
-          record_norm_input(seq, w.up.type, x_.address(), w.ffn_norm, 0, 0, 1.0f, n_tokens, std::array{&w.up});
-      matmul_->record_matmul(seq, w.up, up_input, up_.address(), n_ff);
-    }
+    // The norm above has updated the residual, so up's own activations (if it needs them) start there.
+    matmul_->record_matmul(seq, w.up, input_for(seq, a, w.up, w.ffn_norm, n_tokens), up_.address(), n_ff);
     seq.barrier();
     mark(seq, "gate/up");
     d = record_geglu_input(seq, w.down.type, up_.address(), n_tokens, n_ff);

@@ -162,6 +162,10 @@ class VulkanBackend final : public Backend {
                                         VkDeviceAddress weight, VkDeviceAddress residual, VkDeviceAddress next_weight,
                                         float out_scale, uint32_t rows,
                                         std::span<const DeviceMatrix* const> consumers);
+  // `prepared` where it serves matrix m, else m's own activations: the residual stream x_ normed
+  // again by `norm` (after a barrier: the products before read the scratch buffer they overwrite).
+  PreparedActivations input_for(CommandSequence& seq, const PreparedActivations& prepared, const DeviceMatrix& m,
+                                VkDeviceAddress norm, uint32_t n_tokens);
   // Records prefetch_'s read of `matrices` where a pass of n_tokens streams them through the
   // matrix-vector kernel (after a stage that leaves the GPU mostly idle, before its barrier).
   void record_prefetch(CommandSequence& seq, uint32_t n_tokens, std::span<const DeviceMatrix* const> matrices);
