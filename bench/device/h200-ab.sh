@@ -27,15 +27,17 @@ GEN=${2:-64}
 BENCH_ARGS=${BENCH_ARGS:-"-p 512 -n $GEN -r 3"}
 source "$PWD/bench/device/preamble.sh"
 source "$R/bench/device/vulkan-env.sh"
+# The GPU tests that GPU_TESTS names, with the settings given ("" for none), saved under LABEL.
+gpu_tests() {  # settings label
+  env $1 CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" --gtest_filter="${GPU_TESTS/#1/*}" 2>&1 |
+    tee "$OUT/gpu-tests$2.txt" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+}
 if [ "${GPU_TESTS:-0}" != 0 ]; then
   echo "== GPU unit tests"
-  FILTER=${GPU_TESTS/#1/*}
-  CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" --gtest_filter="$FILTER" 2>&1 |
-    tee "$OUT/gpu-tests.txt" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+  gpu_tests "" ""
   for variant in ${VARIANTS:-}; do  # the same tests under each setting the variants time
     echo "== GPU unit tests with $variant"
-    env ${variant//+/ } CHANNEL_REQUIRE_VULKAN=1 timeout 300 "$R/.devrun/channel_gpu_tests" --gtest_filter="$FILTER" 2>&1 |
-      tee "$OUT/gpu-tests-${variant//[^A-Za-z0-9_]/_}.txt" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" | tail -15
+    gpu_tests "${variant//+/ }" "-${variant//[^A-Za-z0-9_]/_}"
   done
 fi
 if [ -n "${MATVEC_SHAPES:-}" ]; then

@@ -240,6 +240,7 @@ class VulkanBackend final : public Backend {
   // on the host), their model projection (likewise) and the layers' inputs ([n_layer][n_tokens][width]).
   Buffer per_layer_token_rows_, per_layer_projected_, per_layer_inputs_;
   Buffer partials_;  // split-KV attention: per (head, chunk) maximum, sum and accumulators
+  Buffer arrivals_;  // split-KV attention: chunks done per (token, head) (attention_rows.comp)
   // Set from tuning.h in the constructor (no defaults here: tuning.cpp holds them).
   uint32_t tiled_attention_tokens_ = 0;  // tokens of one head per workgroup of the prefill attention
   uint32_t split_kv_chunk_keys_ = 0;     // listed keys per chunk of split-KV decode attention

@@ -25,6 +25,11 @@ layout(buffer_reference, std430, buffer_reference_align = 8) buffer U32x2Ptr { u
 // 16-byte loads: split quantized blocks (device_matrix.h) and packed int8 activations.
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer U128Ptr { uvec4 v[]; };
 
+// Memory other workgroups of the same dispatch write and read, ordered by atomics and memory
+// barriers: loads that see their stores (no stale L1 lines).
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CoherentU32 { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CoherentF32 { float v[]; };
+
 // The value written for outputs that have none (a row id out of range).
 float nan_value() { return uintBitsToFloat(0x7fc00000u); }
 

@@ -20,10 +20,6 @@ layout(push_constant, std430) uniform SyncParams {
   uint pad;
 } p;
 
-// Loads that see other workgroups' stores once a barrier has ordered them (no stale L1 lines).
-layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CoherentU32 { uint v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CoherentF32 { float v[]; };
-
 // Every workgroup's stores before it are visible to every workgroup after it. `round` counts
 // the barriers passed before this one: arrivals only grow, so none is ever reset.
 void grid_barrier(uint round) {
