@@ -22,6 +22,12 @@ struct GatedMatvecPush {
   uint64_t up, up_scales, out_scales, gelu_table;
 };
 static_assert(sizeof(GatedMatvecPush) == 112 && offsetof(GatedMatvecPush, up) == 80);
+// matvec_q.comp HEAD_INPUTS.
+struct HeadMatvecPush {
+  MatmulPush matmul;
+  uint64_t inputs, arrivals;
+};
+static_assert(sizeof(HeadMatvecPush) == 96 && offsetof(HeadMatvecPush, inputs) == 80);
 constexpr uint32_t kGatedRows = SHARED_GATED_ROWS;            // 32 gate rows, then 32 up rows
 constexpr int64_t kGatedMaxTokens = SHARED_GATED_MAX_TOKENS;  // the kernel's shared sums per row
 
@@ -136,13 +142,24 @@ MatmulKernels::QuantMatvecShape MatmulKernels::quant_matvec_shape(int64_t cols) 
   return {std::max(1u, options_.matvec_q_rows / split), split};
 }
 
-MatmulKernels::MatvecKernel MatmulKernels::matvec_kernel(GgmlType type, int64_t cols, uint32_t tokens) {
+MatmulKernels::MatvecKernel MatmulKernels::matvec_kernel(GgmlType type, int64_t cols, uint32_t tokens,
+                                                         uint32_t max_head_dim) {
   const uint32_t workgroup = options_.matvec_workgroup;
   if (is_quantized(type)) {
     const QuantMatvecShape shape = quant_matvec_shape(cols);
-    const uint32_t specialization[] = {workgroup, shape.rows, options_.matvec_subgroup_rows, tokens,
-                                       options_.matvec_q_blocks, shape.split};
-    return {pipelines_.get("matvec_q_" + type_suffix(type) + (integer_dot_ ? "_dot" : ""), specialization), shape.rows};
+    const std::string form = max_head_dim != 0 ? "matvec_heads_" : "matvec_q_";
+    const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
+    const uint32_t specialization[] = {workgroup,
+                                       shape.rows,
+                                       options_.matvec_subgroup_rows,
+                                       tokens,
+                                       options_.matvec_q_blocks,
+                                       shape.split,
+                                       workgroup / min_subgroup,
+                                       max_head_dim};
+    // The plain form has no constants 6 and 7.
+    const std::span<const uint32_t> used(specialization, max_head_dim != 0 ? 8 : 6);
+    return {pipelines_.get(form + type_suffix(type) + (integer_dot_ ? "_dot" : ""), used), shape.rows};
   }
   const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
   const uint32_t specialization[] = {workgroup, options_.matvec_rows, tokens, (workgroup + min_subgroup - 1) / min_subgroup};
@@ -305,6 +322,27 @@ void MatmulKernels::record(CommandSequence& seq, const DeviceMatrix& w, const Pr
     const int64_t groups_y = (x.n_tokens + kTileTokens - 1) / kTileTokens;
     seq.dispatch(tiled_pipeline(w.type), push, to_u32(groups_x, "row tiles"), to_u32(groups_y, "token tiles"));
   }
+}
+
+bool MatmulKernels::head_matvec_applies(const DeviceMatrix& qkv, int head_dim, const PreparedActivations& x) const {
+  return options_.head_inputs && is_quantized(qkv.type) && auto_picks_matvec(x.n_tokens) && x.n_tokens >= 1 &&
+         head_dim > 0 &&
+         head_dim % quant_matvec_shape(qkv.cols).rows == 0 && qkv.rows % head_dim == 0;
+}
+
+void MatmulKernels::record_head_matvec(CommandSequence& seq, const DeviceMatrix& qkv, const PreparedActivations& x,
+                                       VkDeviceAddress out, int64_t out_stride, int head_dim, int max_head_dim,
+                                       VkDeviceAddress inputs, VkDeviceAddress arrivals) {
+  if (!head_matvec_applies(qkv, head_dim, x) || max_head_dim < head_dim) {
+    fail("internal: the head matrix-vector kernel for {} x {} {} weights, heads of {} at {} tokens", qkv.rows,
+         qkv.cols, ggml_type_traits(qkv.type).name, head_dim, x.n_tokens);
+  }
+  check_alignment(inputs, 8, "attention inputs' parameters");
+  check_alignment(arrivals, 4, "arrival counts");
+  const HeadMatvecPush push{matmul_push(qkv, x, 0, qkv.rows, out, out_stride), inputs, arrivals};
+  const MatvecKernel matvec =
+      matvec_kernel(qkv.type, qkv.cols, tokens_per_pass(x.n_tokens), static_cast<uint32_t>(max_head_dim));
+  seq.dispatch_groups(matvec.pipeline, push, static_cast<uint64_t>(qkv.rows) / matvec.rows);
 }
 
 bool MatmulKernels::gated_matvec_applies(const DeviceMatrix& gate, const DeviceMatrix& up, GgmlType down_type,

@@ -103,6 +103,9 @@ class MatmulKernels {
     // (Gemma 3 12B decode, one call): 256 threads 150.0 / 150.8 tok/s, 1024 (all 64 rows in one
     // pass) 141.3 / 140.7, the separate kernels 148.4 / 149.8.
     uint32_t gated_workgroup = 256;
+    // A layer's Q/K/V product and its heads' attention inputs in one dispatch where
+    // head_matvec_applies (CHANNEL_VULKAN_HEAD_INPUTS=0: two dispatches).
+    bool head_inputs = true;
   };
 
   MatmulKernels(Device& device, PipelineCache& pipelines);
@@ -149,6 +152,19 @@ class MatmulKernels {
   void record_gated_matvec(CommandSequence& seq, const DeviceMatrix& gate, const DeviceMatrix& up,
                            const PreparedActivations& x, VkDeviceAddress gelu_table, const PreparedActivations& out);
 
+  // Whether record_head_matvec serves a layer's stacked Q/K/V product `qkv` (heads of head_dim
+  // rows) at x.n_tokens: quantized, the matrix-vector kernel's token counts, a workgroup's rows
+  // within one head, and Options::head_inputs.
+  bool head_matvec_applies(const DeviceMatrix& qkv, int head_dim, const PreparedActivations& x) const;
+  // The Q/K/V product into `out` and each head's attention inputs (attention_inputs.glsl: the
+  // queries to q_out, the keys and values to the KV cache) in one dispatch, bit-identical to
+  // record_matmul then attention_inputs.comp. `inputs`: the layer's InputsParams (InputsPush) in
+  // device memory, 8-byte aligned; `arrivals`: a uint per head of rows, zero (and zero again
+  // after the dispatch). Needs head_matvec_applies.
+  void record_head_matvec(CommandSequence& seq, const DeviceMatrix& qkv, const PreparedActivations& x,
+                          VkDeviceAddress out, int64_t out_stride, int head_dim, int max_head_dim,
+                          VkDeviceAddress inputs, VkDeviceAddress arrivals);
+
   // Whether kAuto streams the weights through the matrix-vector kernel for n_tokens tokens.
   bool auto_picks_matvec(int64_t n_tokens) const { return n_tokens <= options_.matvec_max_tokens; }
   // Whether Q4_0 / Q8_0 kernels use integer dot product instructions.
@@ -172,7 +188,8 @@ class MatmulKernels {
     const ComputePipeline& pipeline;
     uint32_t rows;
   };
-  MatvecKernel matvec_kernel(GgmlType type, int64_t cols, uint32_t tokens_per_pass);
+  // max_head_dim != 0: the HEAD_INPUTS form for heads up to that size.
+  MatvecKernel matvec_kernel(GgmlType type, int64_t cols, uint32_t tokens_per_pass, uint32_t max_head_dim = 0);
   MatmulPush matmul_push(const DeviceMatrix& w, const PreparedActivations& x, VkDeviceAddress row_ids, int64_t n_out,
                          VkDeviceAddress out, int64_t out_stride) const;
   const ComputePipeline& tiled_pipeline(GgmlType type);

@@ -106,6 +106,9 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
                                      in_range(1, UINT32_MAX))) {
     options.matvec_max_tokens = *tokens;
   }
+  if (const auto fused = env_number("CHANNEL_VULKAN_HEAD_INPUTS", "1 (on) or 0 (off)", in_range(0, 1))) {
+    options.head_inputs = *fused == 1;
+  }
   if (const auto coop = env_numbers("CHANNEL_VULKAN_COOPMAT", 1, 4,
                                     "the blocks per step[,tile rows[,small batches' tile rows[,their most tokens]]] "
                                     "(e.g. 4,128,64,256), or 0 for no cooperative matrices")) {

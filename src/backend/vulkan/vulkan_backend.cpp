@@ -371,6 +371,13 @@ void VulkanBackend::allocate_state() {
   rotate_cos_sin_ = upload(uint64_t{kv::kTotalSlots} * rope_sets_.size() * std::max(1, max_rot / 2) * 8);
   kv_rows_ = Buffer(*device_, uint64_t{kv::kTotalSlots} * max_kv_width * 2, MemoryUse::kReadback);
   kv_row_ids_ = upload(kv::kTotalSlots * 4 * 3);  // slots, moved sources, moved destinations
+
+  // Each layer's attention inputs' parameters, for products that prepare the inputs themselves
+  // (MatmulKernels::record_head_matvec, which takes the token count from its own push constants).
+  std::vector<InputsPush> inputs(config.n_layer);
+  for (int il = 0; il < config.n_layer; ++il) inputs[il] = attention_inputs(il, 0);
+  inputs_params_ = Buffer(*device_, inputs.size() * sizeof(InputsPush), MemoryUse::kDevice);
+  transfer_->upload(inputs_params_, 0, inputs.data(), inputs.size() * sizeof(InputsPush));
 }
 
 const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t extra) {
@@ -725,6 +732,44 @@ void VulkanBackend::record_layer(CommandSequence& seq, int il, const PassShape& 
   if (model_->config().has_per_layer_embeddings()) record_per_layer_embedding(seq, il, n_tokens);
 }
 
+VulkanBackend::Projections VulkanBackend::projections_of(int il) const {
+  // A token's projections lie side by side in qkv_: Q, then K, then V (Gemma 4 layers without
+  // attn_v: V = K, the projection before K's norm and RoPE).
+  const LayerConfig& lc = model_->config().layers[il];
+  const VkDeviceAddress q = qkv_.address(), k = q + uint64_t(lc.n_head) * lc.head_dim * 4;
+  return {q, k, layers_[il].wv ? k + uint64_t{kv_width(lc)} * 4 : k};
+}
+
+InputsPush VulkanBackend::attention_inputs(int il, uint32_t n_tokens) const {
+  const ModelConfig& config = model_->config();
+  const LayerConfig& lc = config.layers[il];
+  const LayerWeights& w = layers_[il];
+  const LayerCache& cache = cache_[lc.kv_layer];
+  const Projections in = projections_of(il);
+  // The heads are the queries, then the keys and values the layer writes: none on a KV-shared layer.
+  const uint32_t written_kv_heads = config.owns_kv(il) ? static_cast<uint32_t>(lc.n_head_kv) : 0;
+  return {in.q,
+          in.k,
+          in.v,
+          q_.address(),
+          w.q_norm,
+          w.k_norm,
+          rope_.address() + rope_set_offset(rope_set_of_layer_[il]),
+          slots_.address(),
+          cache.k.address(),
+          cache.v.address(),
+          static_cast<uint32_t>(lc.head_dim),
+          static_cast<uint32_t>(lc.n_head),
+          written_kv_heads,
+          static_cast<uint32_t>(lc.n_rot),
+          config.query_scale,
+          config.norm_eps,
+          config.v_norm ? 1u : 0u,
+          n_tokens,
+          w.projections_width(),
+          0};
+}
+
 void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassShape& shape) {
   const uint32_t n_tokens = shape.n_tokens;
   const ModelConfig& config = model_->config();
@@ -740,15 +785,18 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
           : record_norm_input(seq, w.wq.type, x_.address(), w.attn_norm, 0, 0, 1.0f, n_tokens,
                               w.qkv());
   mark(seq, "attn norm");
-  // A KV-shared layer computes queries only and attends over its source layer's cache. A token's
-  // projections lie side by side in qkv_: Q, then K, then V (Gemma 4 layers without attn_v: V = K,
-  // the projection before K's norm and RoPE).
+  // A KV-shared layer computes queries only and attends over its source layer's cache.
   const bool writes_kv = config.owns_kv(il);
   const uint32_t projections = w.projections_width();
-  const VkDeviceAddress q_in = qkv_.address(), k_in = q_in + uint64_t{q_width} * 4;
-  const VkDeviceAddress v_in = w.wv ? k_in + uint64_t{width} * 4 : k_in;
-  if (w.wqkv) {
-    matmul_->record_matmul(seq, *w.wqkv, a, q_in, projections);
+  const Projections in = projections_of(il);
+  // Where the matrix-vector kernel serves the stacked product, it also prepares each head's
+  // attention inputs (one dispatch and barrier fewer).
+  const bool inputs_in_product = w.wqkv && matmul_->head_matvec_applies(*w.wqkv, lc.head_dim, a);
+  if (inputs_in_product) {
+    matmul_->record_head_matvec(seq, *w.wqkv, a, in.q, projections, lc.head_dim, config.max_head_dim(),
+                                inputs_params_.address() + uint64_t(il) * sizeof(InputsPush), arrivals_.address());
+  } else if (w.wqkv) {
+    matmul_->record_matmul(seq, *w.wqkv, a, in.q, projections);
   } else {
     // Projections of other types than wq's may need activations of their own.
     PreparedActivations input = a;
@@ -756,41 +804,22 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
       input = input_for(seq, input, m, w.attn_norm, n_tokens);
       matmul_->record_matmul(seq, m, input, out, projections);
     };
-    record_projection(w.wq, q_in);
-    if (writes_kv) record_projection(w.wk, k_in);
-    if (w.wv) record_projection(*w.wv, v_in);
+    record_projection(w.wq, in.q);
+    if (writes_kv) record_projection(w.wk, in.k);
+    if (w.wv) record_projection(*w.wv, in.v);
   }
   seq.barrier();
-  mark(seq, "qkv");
-
+  if (inputs_in_product) {
+    mark(seq, "qkv + qk norm + rope + kv");
+  } else {
+    mark(seq, "qkv");
+    const InputsPush inputs = attention_inputs(il, n_tokens);
+    seq.dispatch_groups(pipeline("attention_inputs", kHeadWorkgroup), inputs,
+                        uint64_t{n_tokens} * (inputs.n_head + 2 * inputs.n_head_kv));
+    seq.barrier();
+    mark(seq, "qk norm + rope + kv");
+  }
   LayerCache& cache = cache_[lc.kv_layer];
-  // attention_inputs.comp's heads are the queries, then the keys and values it writes: none
-  // on a KV-shared layer.
-  const uint32_t written_kv_heads = writes_kv ? static_cast<uint32_t>(lc.n_head_kv) : 0;
-  const InputsPush inputs{q_in,
-                          k_in,
-                          v_in,
-                          q_.address(),
-                          w.q_norm,
-                          w.k_norm,
-                          rope_.address() + rope_set_offset(rope_set_of_layer_[il]),
-                          slots_.address(),
-                          cache.k.address(),
-                          cache.v.address(),
-                          static_cast<uint32_t>(lc.head_dim),
-                          static_cast<uint32_t>(lc.n_head),
-                          written_kv_heads,
-                          static_cast<uint32_t>(lc.n_rot),
-                          config.query_scale,
-                          config.norm_eps,
-                          config.v_norm ? 1u : 0u,
-                          n_tokens,
-                          projections,
-                          0};
-  seq.dispatch_groups(pipeline("attention_inputs", kHeadWorkgroup), inputs,
-                      uint64_t{n_tokens} * (lc.n_head + 2 * written_kv_heads));
-  seq.barrier();
-  mark(seq, "qk norm + rope + kv");
 
   // Where a head is whole Q8_0 blocks, the attention kernel writes wo's quantized input itself
   // (one dispatch and barrier fewer per layer); otherwise f32, quantized after it.

@@ -31,6 +31,8 @@
 
 namespace channel::vulkan {
 
+struct InputsPush;  // shader_push.h
+
 struct VulkanBackendOptions {
   std::optional<uint32_t> device_index;  // default: the best device (discrete, integrated, ..., CPU)
   int layers_per_submit = 4;
@@ -141,6 +143,13 @@ class VulkanBackend final : public Backend {
   // Gemma 4 E-models: every layer's per-layer embedding input, once per step after the embedding.
   void record_per_layer_inputs(CommandSequence& seq, uint32_t n_tokens);
   void record_layer(CommandSequence& seq, int il, const PassShape& shape);
+  // Where layer il's Q, K and V projections of a token lie in qkv_.
+  struct Projections {
+    VkDeviceAddress q, k, v;
+  };
+  Projections projections_of(int il) const;
+  // attention_inputs.glsl's parameters for layer il and n_tokens tokens.
+  InputsPush attention_inputs(int il, uint32_t n_tokens) const;
   void record_attention(CommandSequence& seq, int il, const PassShape& shape);
   void record_ffn(CommandSequence& seq, int il, uint32_t n_tokens);
   void record_per_layer_embedding(CommandSequence& seq, int il, uint32_t n_tokens);
@@ -240,7 +249,10 @@ class VulkanBackend final : public Backend {
   // on the host), their model projection (likewise) and the layers' inputs ([n_layer][n_tokens][width]).
   Buffer per_layer_token_rows_, per_layer_projected_, per_layer_inputs_;
   Buffer partials_;  // split-KV attention: per (head, chunk) maximum, sum and accumulators
-  Buffer arrivals_;  // split-KV attention: chunks done per (token, head) (attention_rows.comp)
+  // Counts of workgroups done, zero between dispatches (each user leaves them zero): split-KV
+  // attention's chunks per (token, head), the Q/K/V product's per head of rows.
+  Buffer arrivals_;
+  Buffer inputs_params_;  // InputsPush per layer (record_head_matvec)
   // Set from tuning.h in the constructor (no defaults here: tuning.cpp holds them).
   uint32_t tiled_attention_tokens_ = 0;  // tokens of one head per workgroup of the prefill attention
   uint32_t split_kv_chunk_keys_ = 0;     // listed keys per chunk of split-KV decode attention

@@ -9,21 +9,12 @@
 #include <string>
 
 #include "core/error.h"
+#include "scoped_env.h"
 
 namespace channel::vulkan {
 namespace {
 
-// Sets an environment variable for the life of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
+using channel::testing::ScopedEnv;
 
 DeviceInfo device_of_type(DeviceType type) {
   DeviceInfo info;

@@ -19,12 +19,15 @@
 #include "core/unit_length.h"
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/vulkan/matmul_kernels.h"
+#include "backend/vulkan/tuning.h"
 #include "backend/vulkan/vulkan_backend.h"
 #include "engine/centroid_scan.h"
 #include "engine/episode_scoring.h"
 #include "engine/stream_context.h"
 #include "gpu_test_support.h"
 #include "relative_l2.h"
+#include "scoped_env.h"
 #include "test_models.h"
 
 namespace channel {
@@ -33,6 +36,7 @@ namespace {
 using channel::testing::TempDir;
 
 using channel::testing::relative_l2;
+using channel::testing::ScopedEnv;
 
 std::vector<int32_t> random_tokens(int n, int n_vocab, uint64_t seed) {
   SplitMix64 random(seed);
@@ -91,11 +95,8 @@ const Geometry kGeometries[] = {
     {"gemma3_q8_0_hd48", ModelArch::Gemma3, GgmlType::Q8_0, 128, 2, 1, 1, 48, 48, 192, 8, 2},
 };
 
-class VulkanForward : public ::testing::TestWithParam<Geometry> {};
-
-TEST_P(VulkanForward, LogitsMatchTheCpuBackend) {
-  const Geometry& g = GetParam();
-  TempDir dir;
+// A 4-layer model of geometry g.
+std::shared_ptr<const Model> geometry_model(const TempDir& dir, const Geometry& g) {
   SynthOptions o = default_synth_options(g.arch);
   o.weight_type = o.embedding_type = g.type;
   o.n_layer = 4;
@@ -109,7 +110,15 @@ TEST_P(VulkanForward, LogitsMatchTheCpuBackend) {
   o.sliding_window = g.window;
   o.sliding_period = g.period;
   o.seed = 11;
-  const auto model = Model::load(testing::synthesize(dir, o, "m.gguf"));
+  return Model::load(testing::synthesize(dir, o, "m.gguf"));
+}
+
+class VulkanForward : public ::testing::TestWithParam<Geometry> {};
+
+TEST_P(VulkanForward, LogitsMatchTheCpuBackend) {
+  const Geometry& g = GetParam();
+  TempDir dir;
+  const auto model = geometry_model(dir, g);
   const int n_vocab = model->config().n_vocab;
   const bool quantized = is_quantized(g.type);
   const double limit = quantized ? 2e-2 : 5e-3;
@@ -707,6 +716,57 @@ TEST(VulkanBackend, PrefetchedWeightsLeaveTheLogitsAsTheyWere) {
     const std::vector<float> without = decode(0);
     EXPECT_EQ(decode(uint64_t{64} << 20), without) << "whole matrices";
     EXPECT_EQ(decode(3000), without) << "part of each";
+  }
+}
+
+// A layer's Q/K/V product that also prepares its heads' attention inputs (each head's last
+// workgroup: MatmulKernels::record_head_matvec) against the product and attention_inputs.comp
+// apart (CHANNEL_VULKAN_HEAD_INPUTS=0): the same logits bit for bit over a 5-token batch
+// (matrix-vector products) and decode steps, on heads of 64 (Gemma 3), of 64 and of 128 with
+// global V = K (Gemma 4), and of 256 with a KV head per query head.
+TEST(VulkanBackend, QkvProductsPreparingTheirHeadsLeaveTheLogitsAsTheyWere) {
+  for (const std::string name : {"gemma3_q4_0_hd64", "gemma4_q4_0_hd128", "gemma3_q8_0_hd256"}) {
+    SCOPED_TRACE(name);
+    const Geometry& g = *std::find_if(std::begin(kGeometries), std::end(kGeometries),
+                                      [&](const Geometry& each) { return each.name == name; });
+    TempDir dir;
+    const auto model = geometry_model(dir, g);
+    VULKAN_BACKEND_OR_SKIP(probe, model);  // skips without a device
+    probe.reset();
+    // The default takes the fused form for these heads on this device.
+    std::string why;
+    vulkan::testing::GpuContext* context = vulkan::testing::gpu_context(why);
+    ASSERT_NE(context, nullptr) << why;
+    const vulkan::MatmulKernels kernels(context->device, context->pipelines,
+                                        vulkan::matmul_options(context->device.info()));
+    for (const int head_dim : {g.head_dim, g.head_dim_global}) {
+      vulkan::DeviceMatrix qkv;
+      qkv.type = g.type;
+      qkv.rows = int64_t{head_dim} * (g.n_head + 2 * g.n_head_kv);
+      qkv.cols = g.n_embd;
+      vulkan::PreparedActivations x;
+      x.n_tokens = 5;
+      EXPECT_TRUE(kernels.head_matvec_applies(qkv, head_dim, x)) << "heads of " << head_dim;
+    }
+    const auto run = [&](const char* head_inputs) {
+      ScopedEnv setting("CHANNEL_VULKAN_HEAD_INPUTS", head_inputs);
+      vulkan::VulkanBackend gpu(model, vulkan::VulkanBackendOptions{});
+      StreamContext stream(gpu, model->config());
+      std::vector<float> logits;
+      Logits out;
+      stream.append(random_tokens(5, model->config().n_vocab, 5), LogitsWanted::All, out);
+      logits = out.values;
+      int32_t next = 1;
+      for (int step = 0; step < 4; ++step) {
+        stream.append(std::span<const int32_t>(&next, 1), LogitsWanted::Last, out);
+        logits.insert(logits.end(), out.values.begin(), out.values.end());
+        next = static_cast<int32_t>(std::max_element(out.values.begin(), out.values.end()) - out.values.begin());
+      }
+      return logits;
+    };
+    const std::vector<float> together = run("1");
+    ASSERT_TRUE(std::all_of(together.begin(), together.end(), [](float v) { return std::isfinite(v); }));
+    EXPECT_EQ(together, run("0"));
   }
 }
 

@@ -26,6 +26,10 @@ layout(push_constant, std430) uniform MatmulParams {
   uint64_t out_scales;  //   the f32 scales of the Q8_0 output (dst: its values)
   uint64_t gelu_table;  //   gelu.glsl's table
 #endif
+#ifdef HEAD_INPUTS
+  uint64_t inputs;      // matvec_q.comp HEAD_INPUTS: the layer's InputsParams (attention_inputs.glsl)
+  uint64_t arrivals;    //   uint per head of rows: workgroups done, zero between dispatches
+#endif
 } p;
 
 // Weight row of output row i, and whether it is valid (a row id in range).

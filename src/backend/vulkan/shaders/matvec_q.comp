@@ -29,9 +29,19 @@
 // There p.dst and p.dst_stride are the Q8_0 values and their bytes per token, and p.n_out the
 // FFN width (a multiple of 32; the rows of each matrix).
 //
-// Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT, GATED_OUTPUT. Specialization constants: 0
-// workgroup size, 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS, 5 SPLIT (a power of two; the
-// workgroup's subgroups if it has fewer).
+// HEAD_INPUTS (matvec_heads_*): a layer's stacked Q/K/V product (rows: the query heads, the key
+// heads, then the value heads, head_dim rows each) and the attention inputs of each head
+// (attention_inputs.glsl: QK-norm, RoPE, the KV write) in one dispatch: every workgroup counts
+// itself in its head's arrival count once its rows are written, and the head's last workgroup
+// prepares that head for every token (on a V = K layer, a key head's value too). Only the last
+// head to finish adds its chain to the product; the other heads' chains run beside the product's
+// remaining rows. Bit-identical to the product then attention_inputs.comp. Needs head_dim a
+// multiple of ROWS_PER_WORKGROUP (a workgroup's rows in one head).
+//
+// Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT, GATED_OUTPUT | HEAD_INPUTS. Specialization
+// constants: 0 workgroup size, 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS, 5 SPLIT (a power of
+// two; the workgroup's subgroups if it has fewer); HEAD_INPUTS: 6 MAX_SUBGROUPS (workgroup size /
+// smallest subgroup size), 7 MAX_HEAD_DIM.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "matmul_params.glsl"
@@ -46,6 +56,18 @@ shared float gated_sums[SHARED_GATED_SUMS];
 #endif
 
 layout(local_size_x_id = 0) in;
+#ifdef HEAD_INPUTS
+layout(constant_id = 6) const uint MAX_SUBGROUPS = 32;
+layout(constant_id = 7) const uint MAX_HEAD_DIM = 512;
+#include "reduce.glsl"
+#include "attention_inputs.glsl"
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer InputsParamsPtr { InputsParams v; };
+shared bool prepares_head;
+// The product's outputs, read by the head's last workgroup.
+#define OutputPtr CoherentF32
+#else
+#define OutputPtr F32Ptr
+#endif
 layout(constant_id = 1) const uint ROWS_PER_WORKGROUP = 8;
 layout(constant_id = 2) const uint ROWS = 2;
 layout(constant_id = 3) const uint TOKENS = 1;
@@ -107,6 +129,30 @@ void write_gated_blocks() {
     }
     quantize_shared_q8(32u, p.dst + uint64_t(t) * p.dst_stride + block * 32u,
                        p.out_scales + (uint64_t(t) * (p.dst_stride / 32u) + block) * 4u);
+  }
+}
+#endif
+
+#ifdef HEAD_INPUTS
+// Counts this workgroup's rows of head `row_head` as written; the head's last workgroup prepares
+// its attention inputs for every token.
+void prepare_finished_head(uint row_head) {
+  const InputsParams inputs = InputsParamsPtr(p.inputs).v;
+  memoryBarrierBuffer();  // this invocation's outputs before the count
+  barrier();
+  if (gl_LocalInvocationIndex == 0u) {
+    CoherentU32 arrivals = CoherentU32(p.arrivals);
+    prepares_head = atomicAdd(arrivals.v[row_head], 1u) + 1u == inputs.head_dim / ROWS_PER_WORKGROUP;
+    if (prepares_head) arrivals.v[row_head] = 0u;
+    memoryBarrierBuffer();  // the head's other rows after their counts
+  }
+  barrier();
+  if (!prepares_head) return;
+  // A V = K layer's values are its keys' projections (attention_inputs.glsl's value heads read v).
+  const bool values_of_keys = inputs.v == inputs.k && row_head >= inputs.n_head;
+  for (uint t = 0; t < p.n_tokens; ++t) {
+    prepare_attention_input(inputs, t, row_head);
+    if (values_of_keys) prepare_attention_input(inputs, t, row_head + inputs.n_head_kv);
   }
 }
 #endif
@@ -204,7 +250,7 @@ void main() {
 #ifdef GATED_OUTPUT
             gated_sums[(t0 + t) * kGatedRows + row0 + r] = acc[r][t];
 #else
-            F32Ptr(p.dst + (uint64_t(t0 + t) * p.dst_stride + row0 + r) * 4u).v[0] = valid[r] ? acc[r][t] : nan_value();
+            OutputPtr(p.dst + (uint64_t(t0 + t) * p.dst_stride + row0 + r) * 4u).v[0] = valid[r] ? acc[r][t] : nan_value();
 #endif
           }
         }
@@ -213,5 +259,8 @@ void main() {
   }
 #ifdef GATED_OUTPUT
   write_gated_blocks();
+#endif
+#ifdef HEAD_INPUTS
+  prepare_finished_head(first / InputsParamsPtr(p.inputs).v.head_dim);
 #endif
 }
