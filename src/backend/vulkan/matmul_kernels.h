@@ -153,8 +153,8 @@ class MatmulKernels {
                            const PreparedActivations& x, VkDeviceAddress gelu_table, const PreparedActivations& out);
 
   // Whether record_head_matvec serves a layer's stacked Q/K/V product `qkv` (heads of head_dim
-  // rows) at x.n_tokens: quantized, the matrix-vector kernel's token counts, a workgroup's rows
-  // within one head, and Options::head_inputs.
+  // rows) at x.n_tokens: quantized, one token (decode), a workgroup's rows within one head, and
+  // Options::head_inputs.
   bool head_matvec_applies(const DeviceMatrix& qkv, int head_dim, const PreparedActivations& x) const;
   // The Q/K/V product into `out` and each head's attention inputs (attention_inputs.glsl: the
   // queries to q_out, the keys and values to the KV cache) in one dispatch, bit-identical to

@@ -721,8 +721,8 @@ TEST(VulkanBackend, PrefetchedWeightsLeaveTheLogitsAsTheyWere) {
 
 // A layer's Q/K/V product that also prepares its heads' attention inputs (each head's last
 // workgroup: MatmulKernels::record_head_matvec) against the product and attention_inputs.comp
-// apart (CHANNEL_VULKAN_HEAD_INPUTS=0): the same logits bit for bit over a 5-token batch
-// (matrix-vector products) and decode steps, on heads of 64 (Gemma 3), of 64 and of 128 with
+// apart (CHANNEL_VULKAN_HEAD_INPUTS=0): the same logits bit for bit over a 5-token batch (apart
+// either way) and decode steps (fused by default), on heads of 64 (Gemma 3), of 64 and of 128 with
 // global V = K (Gemma 4), and of 256 with a KV head per query head.
 TEST(VulkanBackend, QkvProductsPreparingTheirHeadsLeaveTheLogitsAsTheyWere) {
   for (const std::string name : {"gemma3_q4_0_hd64", "gemma4_q4_0_hd128", "gemma3_q8_0_hd256"}) {
@@ -745,8 +745,10 @@ TEST(VulkanBackend, QkvProductsPreparingTheirHeadsLeaveTheLogitsAsTheyWere) {
       qkv.rows = int64_t{head_dim} * (g.n_head + 2 * g.n_head_kv);
       qkv.cols = g.n_embd;
       vulkan::PreparedActivations x;
-      x.n_tokens = 5;
+      x.n_tokens = 1;
       EXPECT_TRUE(kernels.head_matvec_applies(qkv, head_dim, x)) << "heads of " << head_dim;
+      x.n_tokens = 5;
+      EXPECT_FALSE(kernels.head_matvec_applies(qkv, head_dim, x)) << "heads of " << head_dim;
     }
     const auto run = [&](const char* head_inputs) {
       ScopedEnv setting("CHANNEL_VULKAN_HEAD_INPUTS", head_inputs);

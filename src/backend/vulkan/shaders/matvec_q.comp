@@ -36,7 +36,8 @@
 // prepares that head for every token (on a V = K layer, a key head's value too). Only the last
 // head to finish adds its chain to the product; the other heads' chains run beside the product's
 // remaining rows. Bit-identical to the product then attention_inputs.comp. Needs head_dim a
-// multiple of ROWS_PER_WORKGROUP (a workgroup's rows in one head).
+// multiple of ROWS_PER_WORKGROUP (a workgroup's rows in one head). The host runs it for single
+// tokens: a chain per token in one workgroup outgrows the separate dispatch with more.
 //
 // Defines: TYPE_Q8_0 | TYPE_Q4_0, USE_INTEGER_DOT, GATED_OUTPUT | HEAD_INPUTS. Specialization
 // constants: 0 workgroup size, 1 ROWS_PER_WORKGROUP, 2 ROWS, 3 TOKENS, 4 BLOCKS, 5 SPLIT (a power of
