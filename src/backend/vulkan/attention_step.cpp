@@ -55,14 +55,18 @@ AttentionStepParams attention_step_params(const DeviceInfo& info, uint32_t n_tok
                                           uint32_t n_view, int32_t first_cell, uint32_t chunk_keys,
                                           uint32_t tiled_tokens) {
   const AttentionScheme a = attention_scheme(n_tokens, head_dim, n_view, first_cell, chunk_keys);
-  AttentionStepParams p{n_view, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}};
+  AttentionStepParams p{n_view, a.first_cell, a.scheme, a.n_chunks, a.chunk_cells, {}, {}, 0};
+  const auto set_groups = [&](uint32_t (&groups)[3], uint64_t n_groups) {
+    const WorkgroupGrid grid = fold_workgroups(info, n_groups);  // {0, 1} for none
+    groups[0] = grid.x;
+    groups[1] = grid.y;
+    groups[2] = 1;
+  };
+  const bool split = a.scheme == 1;
   const uint64_t heads = static_cast<uint64_t>(n_head);
-  const uint64_t groups =
-      a.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_tokens)} * heads : uint64_t{n_tokens} * heads * a.n_chunks;
-  const WorkgroupGrid grid = fold_workgroups(info, groups);
-  p.attention_groups[0] = grid.x;
-  p.attention_groups[1] = grid.y;
-  p.attention_groups[2] = 1;
+  set_groups(p.attention_groups, a.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_tokens)} * heads
+                                               : uint64_t{n_tokens} * heads * (split ? a.n_chunks : 1));
+  set_groups(p.combine_groups, split ? uint64_t{n_tokens} * heads : 0);
   return p;
 }
 

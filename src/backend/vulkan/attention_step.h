@@ -28,9 +28,14 @@
 
 namespace channel::vulkan {
 
+// attention_combine.comp's workgroup (its specialization constant 0): four groups of 64
+// invocations merge a quarter of the chunks each.
+constexpr uint32_t kCombineWorkgroup = 256;
+
 // The most split-KV chunks of chunk_keys listed keys a (token, head) may have: enough for a view
 // of every slot. The partials buffer holds this many per head (for all of a step's tokens: a
-// batch's chunks are lengthened to fit, split_chunk_keys in attention_step.cpp).
+// batch's chunks are lengthened to fit, split_chunk_keys in attention_step.cpp), and
+// attention_combine.comp is specialized for it.
 uint32_t split_kv_max_chunks(uint32_t chunk_keys);
 
 // Whether a step's attention is tiled (attention.comp, else attention_rows.comp): decided by the
@@ -40,9 +45,10 @@ bool tiled_attention(uint32_t n_tokens, int head_dim);
 
 // One layer's AttentionStepParams for a step of n_tokens tokens over a view of n_view listed keys
 // whose first is at llama.cpp cell first_cell: the scheme (split-KV chunks of at least
-// chunk_keys keys), and the workgroup count of the attention dispatch (tiled: one per block of
-// tiled_tokens tokens and head; split-KV: per token, head and chunk; one-row: per token and head),
-// folded for `info` as CommandSequence::dispatch_groups folds.
+// chunk_keys keys), and the workgroup counts of the attention dispatch (tiled: one per block of
+// tiled_tokens tokens and head; split-KV: per token, head and chunk; one-row: per token and head)
+// and of the combine dispatch (split-KV only: per token and head), folded for `info` as
+// CommandSequence::dispatch_groups folds.
 AttentionStepParams attention_step_params(const DeviceInfo& info, uint32_t n_tokens, int head_dim, int n_head,
                                           uint32_t n_view, int32_t first_cell, uint32_t chunk_keys,
                                           uint32_t tiled_tokens);

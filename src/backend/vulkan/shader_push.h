@@ -55,22 +55,32 @@ struct AttentionPush {
   uint64_t step;  // the layer's AttentionStepParams
   uint64_t partials;
   uint64_t out_q, out_d;  // 0, or wo's Q8_0 activations (written instead of dst)
-  uint64_t arrivals;      // split-KV: chunks done per (token, head), zero between dispatches
 };
-static_assert(sizeof(AttentionPush) == 120);  // within the 128 bytes every device allows
+static_assert(sizeof(AttentionPush) == 112);
+
+struct CombinePush {
+  uint64_t partials, dst;
+  uint64_t out_q, out_d;  // 0, or wo's Q8_0 activations (written instead of dst)
+  uint64_t step;          // the layer's AttentionStepParams
+  uint32_t n_rows, head_dim;  // n_rows: the step's tokens x query heads
+};
+static_assert(sizeof(CombinePush) == 48);
 
 // One layer's attention parameters that depend on the step's attention view, written by the host
 // before every step into a buffer the attention shaders read (shaders/attention_step.glsl), so
-// that a recorded forward pass replays for any view; then the workgroup count of its attention
-// dispatch, which is indirect for the same reason (VkDispatchIndirectCommand).
+// that a recorded forward pass replays for any view; then the workgroup counts of its attention
+// and split-KV combine dispatches, which are indirect for the same reason (VkDispatchIndirectCommand;
+// no combine workgroups unless the scheme is split-KV).
 struct AttentionStepParams {
   uint32_t n_view;
   int32_t first_cell;
   uint32_t scheme;  // 0 one-row, 1 split-KV, 2 tiled
   uint32_t n_chunks, chunk_cells;
   uint32_t attention_groups[3];
+  uint32_t combine_groups[3];
+  uint32_t pad;
 };
-static_assert(sizeof(AttentionStepParams) == 32);
+static_assert(sizeof(AttentionStepParams) == 48);
 
 struct GegluPush {
   uint64_t gate, up, dst, gelu_table;

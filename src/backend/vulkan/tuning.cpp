@@ -185,8 +185,7 @@ uint32_t split_kv_chunk_keys(uint32_t max_keys) {
 // 132.9. The two shapes together (32,4 one-row, 16,2 split), next call: 168.3 / 168.8 and 141.4 /
 // 142.1, against 16,2 for both 162.6 / 161.5 and 142.4 / 142.9. A shape must give each group
 // whole keys, each key an invocation for its per-key sums, and fit the device's workgroup and
-// shared memory; a split-KV shape's batch must also hold the merge's runs (at least 4 keys a
-// group: merge_partials in attention_rows.comp).
+// shared memory.
 AttentionRowsShapes attention_rows_shapes(const DeviceInfo& info, uint32_t max_head_dim) {
   const auto fits = [&](const AttentionRowsShape& shape) {
     return shape.groups >= 1 && shape.groups * 64u <= info.max_workgroup_invocations &&
@@ -194,19 +193,16 @@ AttentionRowsShapes attention_rows_shapes(const DeviceInfo& info, uint32_t max_h
            shape.key_batch <= 64u * shape.groups &&
            4u * SHARED_ROWS_WORDS(shape.key_batch, max_head_dim) <= info.max_compute_shared_memory;
   };
-  const auto fits_split = [&](const AttentionRowsShape& shape) {
-    return fits(shape) && shape.key_batch >= 4u * shape.groups;
-  };
   AttentionRowsShapes shapes;
   if (const auto numbers = env_numbers("CHANNEL_VULKAN_ATTENTION_ROWS", 2, 4,
                                        "batch,groups[,split_batch,split_groups] (e.g. 32,4,16,2)")) {
     shapes.one_row = {(*numbers)[0], (*numbers)[1]};
     shapes.split = numbers->size() == 4 ? AttentionRowsShape{(*numbers)[2], (*numbers)[3]} : shapes.one_row;
-    if (numbers->size() == 3 || !fits(shapes.one_row) || !fits_split(shapes.split)) {
+    if (numbers->size() == 3 || !fits(shapes.one_row) || !fits(shapes.split)) {
       bad_setting("CHANNEL_VULKAN_ATTENTION_ROWS",
                   fmt::format("batch,groups or batch,groups,split_batch,split_groups, each with 64 x groups "
-                              "invocations (at most {}), a batch of whole keys per group up to 64 x groups (split: "
-                              "at least 4 x groups), and the batch's shared memory within {} bytes",
+                              "invocations (at most {}), a batch of whole keys per group up to 64 x groups, and the "
+                              "batch's shared memory within {} bytes",
                               info.max_workgroup_invocations, info.max_compute_shared_memory),
                   std::getenv("CHANNEL_VULKAN_ATTENTION_ROWS"));
     }

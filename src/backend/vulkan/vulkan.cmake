@@ -81,7 +81,7 @@ foreach(type f32 f16 bf16 q8_0 q4_0)
   string(TOUPPER ${type} TYPE)
   channel_vulkan_shader(embed_${type} embed.comp -DTYPE_${TYPE})
 endforeach()
-foreach(shader rms_norm norm_quantize attention_inputs attention_rows attention geglu
+foreach(shader rms_norm norm_quantize attention_inputs attention_rows attention attention_combine geglu
                geglu_quantize softcap rotate_keys copy_rows per_layer_inputs prefetch)
   channel_vulkan_shader(${shader} ${shader}.comp)
 endforeach()

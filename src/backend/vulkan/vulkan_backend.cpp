@@ -331,8 +331,9 @@ void VulkanBackend::allocate_state() {
   int max_heads = 1;
   for (const LayerConfig& lc : config.layers) max_heads = std::max(max_heads, lc.n_head);
   partials_ = device_f32(uint64_t(max_heads) * split_kv_max_chunks(split_kv_chunk_keys_) * (2 + config.max_head_dim()));
-  // A count per (token, head) of a split-KV step, zero between dispatches.
-  arrivals_ = Buffer(*device_, n * max_heads * 4, MemoryUse::kDevice);
+  // A count per head of rows of the Q/K/V product (n_head + 2 n_head_kv at most), zero between
+  // dispatches.
+  arrivals_ = Buffer(*device_, uint64_t{3} * max_heads * 4, MemoryUse::kDevice);
   run_adhoc([&](CommandSequence& seq) { seq.fill(arrivals_, 0, arrivals_.size(), 0); });
   x_ = device_f32(n * config.n_embd);
   normed_ = device_f32(n * config.n_embd);
@@ -403,6 +404,10 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
   }
   if (shader == "attention") {
     const uint32_t spec[] = {max_head_dim, tiled_attention_tokens_};
+    return pipelines_->get(shader, spec);
+  }
+  if (shader == "attention_combine") {
+    const uint32_t spec[] = {kCombineWorkgroup, max_head_dim, split_kv_max_chunks(split_kv_chunk_keys_)};
     return pipelines_->get(shader, spec);
   }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};
@@ -846,19 +851,29 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
                                 step,
                                 partials_.address(),
                                 quantized_output.values,
-                                quantized_output.scales,
-                                arrivals_.address()};
+                                quantized_output.scales};
   const bool tiled = tiled_attention(n_tokens, lc.head_dim);
   const bool split = lc.sliding ? shape.split.sliding : shape.split.global;
   seq.dispatch_indirect(tiled ? pipeline("attention") : attention_rows_pipeline(split), attention, attention_steps_,
                         step_offset + offsetof(AttentionStepParams, attention_groups));
   record_prefetch(seq, n_tokens, std::array{&w.wo});
   seq.barrier();
-  static constexpr const char* kAttentionStage[3][2] = {  // by scheme: one-row, split-KV, tiled
-      {"attention (global)", "attention (sliding)"},
-      {"attention split (global)", "attention split (sliding)"},
-      {"attention tiled (global)", "attention tiled (sliding)"}};
-  mark(seq, kAttentionStage[tiled ? 2 : split ? 1 : 0][lc.sliding ? 1 : 0]);
+  static constexpr const char* kAttentionStage[2][2] = {{"attention (global)", "attention (sliding)"},
+                                                         {"attention tiled (global)", "attention tiled (sliding)"}};
+  mark(seq, kAttentionStage[tiled ? 1 : 0][lc.sliding ? 1 : 0]);
+  if (split) {  // the chunks merged per head
+    const CombinePush combine{partials_.address(),
+                              attn_.address(),
+                              quantized_output.values,
+                              quantized_output.scales,
+                              step,
+                              n_tokens * static_cast<uint32_t>(lc.n_head),
+                              static_cast<uint32_t>(lc.head_dim)};
+    seq.dispatch_indirect(pipeline("attention_combine"), combine, attention_steps_,
+                          step_offset + offsetof(AttentionStepParams, combine_groups));
+    seq.barrier();
+    mark(seq, "attention combine");
+  }
 
   PreparedActivations o = quantized_output;
   if (!quantize_in_attention) {

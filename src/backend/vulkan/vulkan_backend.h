@@ -249,8 +249,7 @@ class VulkanBackend final : public Backend {
   // on the host), their model projection (likewise) and the layers' inputs ([n_layer][n_tokens][width]).
   Buffer per_layer_token_rows_, per_layer_projected_, per_layer_inputs_;
   Buffer partials_;  // split-KV attention: per (head, chunk) maximum, sum and accumulators
-  // Counts of workgroups done, zero between dispatches (each user leaves them zero): split-KV
-  // attention's chunks per (token, head), the Q/K/V product's per head of rows.
+  // A count per head of rows of the Q/K/V product (record_head_matvec), zero between dispatches.
   Buffer arrivals_;
   Buffer inputs_params_;  // InputsPush per layer (record_head_matvec)
   // Set from tuning.h in the constructor (no defaults here: tuning.cpp holds them).

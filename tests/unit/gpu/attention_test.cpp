@@ -1,7 +1,7 @@
 // The attention shaders against the CPU backend's attention (backend/cpu/attention.h, attend), on
 // fresh random queries, keys and values: attention.comp (tiled, batches of 64+ tokens with head
-// sizes a multiple of 16) and attention_rows.comp (one row per (token, head), and split-KV chunks,
-// merged by each (token, head)'s last chunk workgroup), each run as VulkanBackend runs it: the
+// sizes a multiple of 16), attention_rows.comp (one row per (token, head), and split-KV chunks)
+// and attention_combine.comp (the chunks merged), each run as VulkanBackend runs it: the
 // AttentionStepParams the backend writes (attention_step.h), its pipelines' specialization
 // constants (VulkanBackend::pipeline) and push constants (record_attention). Head sizes 48 to 512
 // (and 256 in pipelines built for 512, as a Gemma 4 sliding layer runs), grouped-query ratios 1 to
@@ -107,8 +107,8 @@ void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 // ones); heads that are not whole 64-element steps of ggml_vec_dot_f16 (48: none, 72 and 80: a
 // tail summed in double) nor whole Q8_0 blocks (48, 72, 80: f32 output only); split-KV chunks
 // lengthened so that 40 tokens' chunks fit the partials (208 keys), chunks no key of which the
-// token sees (sliding512_from2000: the merge skips them), and a merge whose four runs get one
-// chunk or none (3 chunks).
+// token sees (sliding512_from2000: the combine skips them), and a combine whose four groups get
+// one chunk or none (3 chunks).
 // clang-format off
 constexpr AttentionCase kCases[] = {
     // Tiled (attention.comp).
@@ -126,7 +126,7 @@ constexpr AttentionCase kCases[] = {
     {"rows_d80_gqa2_7tok_150cells",              80, 2, 1,   7, 143,    0,  0, kOneRow, 80},
     {"rows_d256_gqa2_7tok_sliding32_from100",   256, 4, 2,   7, 140,  100, 32, kOneRow, 256},
     {"rows_d72_gqa2_64tok_200cells",             72, 4, 2,  64, 136,    0,  0, kOneRow, 72},
-    // Split-KV (attention_rows.comp scheme 1, the chunks merged by the last): 512+ padded cells.
+    // Split-KV (attention_rows.comp scheme 1, then attention_combine.comp): 512+ padded cells.
     {"split_d256_gqa2_1tok_300cells",           256, 4, 2,   1, 299,    0,  0, kSplitKv, 256},
     {"split_d256_gqa2_7tok_300cells",           256, 4, 2,   7, 293,    0,  0, kSplitKv, 256},
     {"split_d48_gqa3_7tok_400cells",             48, 3, 1,   7, 393,    0,  0, kSplitKv, 48},
@@ -231,8 +231,9 @@ std::vector<float> cpu_attention(const AttentionCase& c, const Problem& p, cpu::
 
 // The CPU backend's split-KV arithmetic on the GPU's chunks (`params`: chunk c is listed keys
 // [c * chunk_cells, (c + 1) * chunk_cells)): its one-row scheme on each chunk and llama.cpp's merge
-// of the chunks in order (attention_detail.h). What attention_rows.comp computes, but for the order
-// in which it merges (runs of chunks, then the runs: f32 roundings only).
+// of the chunks in order (attention_detail.h). What attention_rows.comp and attention_combine.comp
+// compute, but for the order in which the combine merges (runs of chunks, then the runs: f32
+// roundings only).
 std::vector<float> cpu_split_on_gpu_chunks(const AttentionCase& c, const Problem& p,
                                            const AttentionStepParams& params) {
   std::vector<float> out;
@@ -306,8 +307,7 @@ struct GpuResult {
 
 // Runs the step's attention as VulkanBackend::record_attention records it: the kernel the step's
 // shape picks, read from an AttentionStepParams buffer (workgroup counts dispatched indirectly),
-// with the split-KV arrival counts zeroed as the backend leaves them between dispatches (and
-// checked to be zero again after it). `quantized`: the output as wo's Q8_0 input (out_q / out_d).
+// then for split-KV the combine. `quantized`: the output as wo's Q8_0 input (out_q / out_d).
 GpuResult gpu_attention(GpuContext& gpu, const AttentionCase& c, const Problem& p, const AttentionStepParams& params,
                         bool quantized) {
   const uint64_t n_values = p.q.size();
@@ -322,8 +322,6 @@ GpuResult gpu_attention(GpuContext& gpu, const AttentionCase& c, const Problem& 
                   MemoryUse::kDevice);
   Buffer out_q(gpu.device, n_values + 4, MemoryUse::kDevice), out_d(gpu.device, (n_values / 32 + 1) * 4,
                                                                    MemoryUse::kDevice);
-  const uint32_t n_heads = c.n_tokens * static_cast<uint32_t>(c.n_head);
-  Buffer arrivals(gpu.device, n_heads * 4, MemoryUse::kDevice);
   const AttentionPush attention{q->address(),
                                 k->address(),
                                 v->address(),
@@ -340,25 +338,36 @@ GpuResult gpu_attention(GpuContext& gpu, const AttentionCase& c, const Problem& 
                                 step->address(),
                                 partials.address(),
                                 quantized ? out_q.address() : 0,
-                                quantized ? out_d.address() : 0,
-                                arrivals.address()};
+                                quantized ? out_d.address() : 0};
   // VulkanBackend::pipeline's specialization constants.
   const bool tiled = tiled_attention(c.n_tokens, c.head_dim);
   const uint32_t tiled_spec[] = {c.max_head_dim, tiled_attention_tokens(gpu.device.info(), c.max_head_dim)};
   const AttentionRowsShapes rows_shapes = attention_rows_shapes(gpu.device.info(), c.max_head_dim);
   const auto rows_spec =
       attention_rows_constants(params.scheme == kSplitKv ? rows_shapes.split : rows_shapes.one_row, c.max_head_dim);
+  const uint32_t combine_spec[] = {kCombineWorkgroup, c.max_head_dim, max_chunks};
   CommandSequence seq(gpu.device);
   seq.begin();
   seq.fill(dst, 0, dst.size(), kPoison);
   seq.fill(partials, 0, partials.size(), kPoison);
   seq.fill(out_q, 0, out_q.size(), kPoison);
   seq.fill(out_d, 0, out_d.size(), kPoison);
-  seq.fill(arrivals, 0, arrivals.size(), 0);
   seq.barrier();
   const ComputePipeline& kernel =
       tiled ? gpu.pipelines.get("attention", tiled_spec) : gpu.pipelines.get("attention_rows", rows_spec);
   seq.dispatch_indirect(kernel, attention, *step, offsetof(AttentionStepParams, attention_groups));
+  if (params.scheme == kSplitKv) {
+    seq.barrier();
+    const CombinePush combine{partials.address(),
+                              dst.address(),
+                              quantized ? out_q.address() : 0,
+                              quantized ? out_d.address() : 0,
+                              step->address(),
+                              c.n_tokens * static_cast<uint32_t>(c.n_head),
+                              static_cast<uint32_t>(c.head_dim)};
+    seq.dispatch_indirect(gpu.pipelines.get("attention_combine", combine_spec), combine, *step,
+                          offsetof(AttentionStepParams, combine_groups));
+  }
   seq.end();
   seq.run();
   GpuResult r{std::vector<float>(n_values + kTail), std::vector<uint8_t>(out_q.size()),
@@ -366,9 +375,6 @@ GpuResult gpu_attention(GpuContext& gpu, const AttentionCase& c, const Problem& 
   gpu.transfer.download(dst, 0, r.out.data(), dst.size());
   gpu.transfer.download(out_q, 0, r.q8.data(), out_q.size());
   gpu.transfer.download(out_d, 0, r.d8.data(), out_d.size());
-  std::vector<uint32_t> counts(n_heads);
-  gpu.transfer.download(arrivals, 0, counts.data(), arrivals.size());
-  EXPECT_EQ(std::count(counts.begin(), counts.end(), 0u), n_heads) << "arrival counts left for the next dispatch";
   return r;
 }
 

@@ -20,8 +20,6 @@ layout(push_constant, std430) uniform AttentionParams {
   uint64_t partials;        // split-KV: f32 [n_head][n_chunks][2 + head_dim]: m, s, accumulators
   uint64_t out_q;           // or, when not 0, the output as Q8_0 activations for the wo product:
   uint64_t out_d;           //   packed int8 and f32 scales (MatmulKernels::quantized_layout)
-  uint64_t arrivals;        // split-KV: uint [n_tokens * n_head], chunks done per (token, head); zero
-                            //   between dispatches
 } p;
 
 #include "attention_step.glsl"

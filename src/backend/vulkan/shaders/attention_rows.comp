@@ -15,9 +15,7 @@
 //     every batch of fewer than 64): the one-row scheme on each of n_chunks chunks of listed keys
 //     (the host passes first_cell 0, so cells are list positions), one workgroup per (token, head,
 //     chunk), each writing its partial maximum, sum and accumulators (a chunk with no key the
-//     token sees: sum 0); the last workgroup of a (token, head) to finish merges them as
-//     llama.cpp does (merge_partials below), so no second dispatch and barrier wait for the
-//     merge.
+//     token sees: sum 0); attention_combine.comp merges them as llama.cpp does.
 // The output is f32, or (out_q != 0) the Q8_0 activations of the wo product, quantized here
 // (quantize_workgroup.glsl) instead of by another dispatch.
 // The work is spread without changing that arithmetic. Keys are taken in batches of KEY_BATCH:
@@ -35,8 +33,8 @@
 // barrier), so at decode, where a head's keys are one workgroup's serial work, larger batches mean
 // fewer chains; the batch's values and partial sums in shared memory bound its size.
 // Needs shaderFloat64 (sums in double, as the CPU). Specialization constants: 0 MAX_HEAD_DIM
-// (even), 1 KEY_BATCH (a multiple of GROUPS, at most 64 x GROUPS; split-KV: at least 4 x GROUPS,
-// for the merge's staging), 2 GROUPS, 3 the workgroup's invocations (64 x GROUPS).
+// (even), 1 KEY_BATCH (a multiple of GROUPS, at most 64 x GROUPS), 2 GROUPS, 3 the workgroup's
+// invocations (64 x GROUPS).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "attention_common.glsl"
@@ -149,156 +147,6 @@ void accumulate_batch(uint n, inout float m, inout float s, inout vec2 acc[kMaxP
   barrier();  // before the next batch overwrites the shared scores and values
 }
 
-// ------------------------------------------------------------- split-KV: the chunks merged
-// A chunk's workgroup writes its partial (maximum, sum, accumulators), then counts itself in
-// p.arrivals[t * n_head + h]; the workgroup that arrives last merges every chunk of that (token,
-// head) in the way llama.cpp merges chunks (attention_reference.cpp combine_partials: the new
-// chunk's product rounded, the old sum fused onto it; chunks with no visible key skipped) and
-// sets the count back to zero for the next layer (which runs after a pipeline barrier). Partials
-// are written and read through coherent references, ordered by the count's atomic and memory
-// barriers (the arrival count of grid_sync_bench.comp's grid barrier).
-// A merge is a serial chain over chunks, so groups of kMergeLanes invocations each merge a
-// contiguous run of the chunks in order, their loads kMergeLookahead chunks ahead, and the groups'
-// results are then merged in group order (with the ring full a global layer has 124 chunks of 32
-// keys). With 128 invocations that is four runs, as the separate merge dispatch this replaces had:
-// the same f32 roundings.
-const uint kMergeLanes = 32u;
-const uint kMergeGroups = gl_WorkGroupSize.x / kMergeLanes;
-const uint kMergeDims = (MAX_HEAD_DIM + kMergeLanes - 1u) / kMergeLanes;
-const uint kMergeLookahead = (64u + kMergeDims - 1u) / kMergeDims;  // about 64 values in flight a lane
-
-shared bool merges_chunks;
-
-CoherentF32 chunk_partial(uint head_index, uint chunk) {
-  return CoherentF32(p.partials + (uint64_t(head_index) * step.n_chunks + chunk) * (2u + p.head_dim) * 4u);
-}
-
-void write_partial(uint index, float m, float s, const vec2 acc[kMaxPairsPerLane]) {
-  const uint lane = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x, pairs = p.head_dim / 2u;
-  CoherentF32 partial = CoherentF32(p.partials + uint64_t(index) * (2u + p.head_dim) * 4u);
-  if (lane == 0u) {
-    partial.v[0] = m;
-    partial.v[1] = s;
-  }
-  for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
-    partial.v[2u + 2u * w] = acc[i].x;
-    partial.v[3u + 2u * w] = acc[i].y;
-  }
-}
-
-// Whether this workgroup is the last of its (token, head)'s chunks to have written its partial
-// (the same answer for every invocation).
-bool last_to_arrive(uint head_index) {
-  memoryBarrierBuffer();  // this invocation's partial before the count
-  barrier();
-  if (gl_LocalInvocationIndex == 0u) {
-    CoherentU32 arrivals = CoherentU32(p.arrivals);
-    merges_chunks = atomicAdd(arrivals.v[head_index], 1u) + 1u == step.n_chunks;
-    if (merges_chunks) arrivals.v[head_index] = 0u;
-    memoryBarrierBuffer();  // the other chunks' partials after their counts
-  }
-  barrier();
-  return merges_chunks;
-}
-
-// A running merge of one lane of a group: maximum, sum and the lane's dims lane, lane +
-// kMergeLanes, ...
-struct Merge {
-  float m, s;
-  float values[kMergeDims];
-};
-
-void start_merge(out Merge merge) {
-  merge.m = kMinusInfinity;
-  merge.s = 0.0;
-  for (uint k = 0; k < kMergeDims; ++k) merge.values[k] = 0.0;
-}
-
-// Merges a part (maximum cm, sum cs, the lane's values) into `merge`, as llama.cpp merges a chunk.
-void merge_part(inout Merge merge, float cm, float cs, const float values[kMergeDims]) {
-  const float m_new = max(merge.m, cm);
-  const float scale_old = exp(merge.m - m_new), scale_new = exp(cm - m_new);
-  [[unroll]] for (uint k = 0; k < kMergeDims; ++k) {
-    precise float added = values[k] * scale_new;
-    merge.values[k] = fma(merge.values[k], scale_old, added);
-  }
-  precise float added = cs * scale_new;
-  merge.s = fma(merge.s, scale_old, added);
-  merge.m = m_new;
-}
-
-// Chunks [begin, end) of a (token, head) merged in order by one group; `lane` is the invocation's
-// index in it.
-void merge_chunks(uint head_index, uint begin, uint end, uint lane, out Merge merge) {
-  start_merge(merge);
-  for (uint c0 = begin; c0 < end; c0 += kMergeLookahead) {
-    float maxima[kMergeLookahead], sums[kMergeLookahead], values[kMergeLookahead][kMergeDims];
-    [[unroll]] for (uint j = 0; j < kMergeLookahead; ++j) {
-      sums[j] = 0.0;
-      if (c0 + j >= end) continue;
-      CoherentF32 partial = chunk_partial(head_index, c0 + j);
-      maxima[j] = partial.v[0];
-      sums[j] = partial.v[1];
-      [[unroll]] for (uint k = 0; k < kMergeDims; ++k) {
-        const uint d = lane + k * kMergeLanes;
-        values[j][k] = d < p.head_dim ? partial.v[2u + d] : 0.0;
-      }
-    }
-    [[unroll]] for (uint j = 0; j < kMergeLookahead; ++j) {
-      if (sums[j] != 0.0) merge_part(merge, maxima[j], sums[j], values[j]);
-    }
-  }
-}
-
-// Every chunk of (token, head) `head_index` merged and normalized into quantize_values[0, dim).
-// The groups' runs meet in the batch arrays, free since the last batch's closing barrier:
-// slot_sums holds their maxima and sums, batch_values their values (KEY_BATCH >= 4 x GROUPS, so
-// kMergeGroups x MAX_HEAD_DIM words fit).
-void merge_partials(uint head_index) {
-  const uint group = gl_LocalInvocationID.x / kMergeLanes, lane = gl_LocalInvocationID.x % kMergeLanes;
-  const uint dim = p.head_dim, n_chunks = step.n_chunks;
-  const uint per_group = (n_chunks + kMergeGroups - 1u) / kMergeGroups;
-  const uint begin = min(group * per_group, n_chunks), end = min(begin + per_group, n_chunks);
-  Merge part;
-  merge_chunks(head_index, begin, end, lane, part);
-  if (lane == 0u) {
-    slot_sums[group] = part.m;
-    slot_sums[kMergeGroups + group] = part.s;
-  }
-  for (uint k = 0, d = lane; d < dim; ++k, d += kMergeLanes) {
-    batch_values[group * MAX_HEAD_DIM + d] = floatBitsToUint(part.values[k]);
-  }
-  barrier();
-  if (group != 0u) return;  // returns to store_output's barrier, which every invocation reaches
-  Merge merge;
-  start_merge(merge);
-  for (uint g = 0; g < kMergeGroups; ++g) {
-    const float group_sum = slot_sums[kMergeGroups + g];
-    if (group_sum == 0.0) continue;
-    float values[kMergeDims];
-    [[unroll]] for (uint k = 0; k < kMergeDims; ++k) {
-      const uint d = lane + k * kMergeLanes;
-      values[k] = d < dim ? uintBitsToFloat(batch_values[g * MAX_HEAD_DIM + d]) : 0.0;
-    }
-    merge_part(merge, slot_sums[g], group_sum, values);
-  }
-  const float inverse = merge.s == 0.0 ? 0.0 : div_rn(1.0, merge.s);
-  for (uint k = 0, d = lane; d < dim; ++k, d += kMergeLanes) quantize_values[d] = merge.values[k] * inverse;
-}
-
-// ------------------------------------------------------------------------------------ output
-// The head's output from quantize_values[0, dim): f32 to dst, or wo's Q8_0 activations (head_dim
-// a multiple of 32: whole blocks).
-void store_output(uint64_t first) {
-  if (p.out_q != 0ul) {
-    quantize_shared_q8(p.head_dim, p.out_q + first, p.out_d + first / 32u * 4u);
-    return;
-  }
-  barrier();
-  F32Ptr dst = F32Ptr(p.dst + first * 4u);
-  for (uint d = gl_LocalInvocationID.x; d < p.head_dim; d += gl_WorkGroupSize.x) dst.v[d] = quantize_values[d];
-}
-
 void main() {
   load_attention_step();
   const bool split = step.scheme == 1u;
@@ -328,17 +176,31 @@ void main() {
     accumulate_batch(n, m, s, acc);
   }
 
-  const uint64_t first = uint64_t(head_index) * dim;  // the head's first output value
   if (split) {
-    write_partial(index, m, s, acc);
-    if (!last_to_arrive(head_index)) return;
-    merge_partials(head_index);
-  } else {
-    const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
+    F32Ptr partial = F32Ptr(p.partials + uint64_t(index) * (2u + dim) * 4u);
+    if (lane == 0u) {
+      partial.v[0] = m;
+      partial.v[1] = s;
+    }
+    for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
+      partial.v[2u + 2u * w] = acc[i].x;
+      partial.v[3u + 2u * w] = acc[i].y;
+    }
+    return;
+  }
+  const float inverse = s == 0.0 ? 0.0 : div_rn(1.0, s);
+  const uint64_t first = uint64_t(t) * p.n_head * dim + h * dim;  // the head's first output value
+  if (p.out_q != 0ul) {  // the Q8_0 activations of wo (head_dim a multiple of 32: whole blocks)
     for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
       quantize_values[2u * w] = acc[i].x * inverse;
       quantize_values[2u * w + 1u] = acc[i].y * inverse;
     }
+    quantize_shared_q8(dim, p.out_q + first, p.out_d + first / 32u * 4u);
+    return;
   }
-  store_output(first);
+  F32Ptr dst = F32Ptr(p.dst + first * 4u);
+  for (uint i = 0, w = lane; w < pairs; ++i, w += stride) {
+    dst.v[2u * w] = acc[i].x * inverse;
+    dst.v[2u * w + 1u] = acc[i].y * inverse;
+  }
 }
