@@ -782,7 +782,6 @@ void VulkanBackend::record_attention(CommandSequence& seq, int il, const PassSha
   const LayerWeights& w = layers_[il];
   const uint32_t n_embd = static_cast<uint32_t>(config.n_embd);
   const uint32_t q_width = static_cast<uint32_t>(lc.n_head * lc.head_dim);
-  const uint32_t width = static_cast<uint32_t>(kv_width(lc));
 
   const PreparedActivations a =
       attention_input_prepared(il)
