@@ -145,10 +145,10 @@ MatmulKernels::QuantMatvecShape MatmulKernels::quant_matvec_shape(int64_t cols) 
 MatmulKernels::MatvecKernel MatmulKernels::matvec_kernel(GgmlType type, int64_t cols, uint32_t tokens,
                                                          uint32_t max_head_dim) {
   const uint32_t workgroup = options_.matvec_workgroup;
+  const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
   if (is_quantized(type)) {
     const QuantMatvecShape shape = quant_matvec_shape(cols);
     const std::string form = max_head_dim != 0 ? "matvec_heads_" : "matvec_q_";
-    const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
     const uint32_t specialization[] = {workgroup,
                                        shape.rows,
                                        options_.matvec_subgroup_rows,
@@ -161,7 +161,6 @@ MatmulKernels::MatvecKernel MatmulKernels::matvec_kernel(GgmlType type, int64_t 
     const std::span<const uint32_t> used(specialization, max_head_dim != 0 ? 8 : 6);
     return {pipelines_.get(form + type_suffix(type) + (integer_dot_ ? "_dot" : ""), used), shape.rows};
   }
-  const uint32_t min_subgroup = std::max(1u, device_.info().min_subgroup_size);
   const uint32_t specialization[] = {workgroup, options_.matvec_rows, tokens, (workgroup + min_subgroup - 1) / min_subgroup};
   return {pipelines_.get("matvec_" + type_suffix(type), specialization), options_.matvec_rows};
 }

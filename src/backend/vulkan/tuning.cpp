@@ -72,9 +72,16 @@ constexpr uint64_t kDiscretePrefetchBytes = uint64_t{12} << 20;
 
 }  // namespace
 
-bool diagnostic_switch(const char* name) {
-  return env_number(name, "1 (on) or 0 (off)", in_range(0, 1)).value_or(0) == 1;
+namespace {
+
+// Setting `name` as 1 (on) or 0 (off), `unset` where it is not set; any other value fails.
+bool env_switch(const char* name, bool unset) {
+  return env_number(name, "1 (on) or 0 (off)", in_range(0, 1)).value_or(unset ? 1 : 0) == 1;
 }
+
+}  // namespace
+
+bool diagnostic_switch(const char* name) { return env_switch(name, false); }
 
 // A CPU driver (lavapipe) pays per invocation, so its matrix-vector workgroups are one subgroup
 // wide and cover many rows (on a 128-wide embedding the default shape left 124 of 128 invocations
@@ -106,9 +113,7 @@ MatmulKernels::Options matmul_options(const DeviceInfo& info) {
                                      in_range(1, UINT32_MAX))) {
     options.matvec_max_tokens = *tokens;
   }
-  if (const auto fused = env_number("CHANNEL_VULKAN_HEAD_INPUTS", "1 (on) or 0 (off)", in_range(0, 1))) {
-    options.head_inputs = *fused == 1;
-  }
+  options.head_inputs = env_switch("CHANNEL_VULKAN_HEAD_INPUTS", options.head_inputs);
   if (const auto coop = env_numbers("CHANNEL_VULKAN_COOPMAT", 1, 4,
                                     "the blocks per step[,tile rows[,small batches' tile rows[,their most tokens]]] "
                                     "(e.g. 4,128,64,256), or 0 for no cooperative matrices")) {

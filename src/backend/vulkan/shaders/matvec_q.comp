@@ -135,20 +135,21 @@ void write_gated_blocks() {
 #endif
 
 #ifdef HEAD_INPUTS
-// Counts this workgroup's rows of head `row_head` as written; the head's last workgroup prepares
-// its attention inputs for every token.
-void prepare_finished_head(uint row_head) {
-  const InputsParams inputs = InputsParamsPtr(p.inputs).v;
+// Counts this workgroup's rows (from `first`) as written; the last workgroup of their head
+// prepares its attention inputs for every token. Only that one reads the whole parameter block.
+void prepare_finished_head(uint first) {
+  const uint head_dim = InputsParamsPtr(p.inputs).v.head_dim, row_head = first / head_dim;
   memoryBarrierBuffer();  // this invocation's outputs before the count
   barrier();
   if (gl_LocalInvocationIndex == 0u) {
     CoherentU32 arrivals = CoherentU32(p.arrivals);
-    prepares_head = atomicAdd(arrivals.v[row_head], 1u) + 1u == inputs.head_dim / ROWS_PER_WORKGROUP;
+    prepares_head = atomicAdd(arrivals.v[row_head], 1u) + 1u == head_dim / ROWS_PER_WORKGROUP;
     if (prepares_head) arrivals.v[row_head] = 0u;
     memoryBarrierBuffer();  // the head's other rows after their counts
   }
   barrier();
   if (!prepares_head) return;
+  const InputsParams inputs = InputsParamsPtr(p.inputs).v;
   // A V = K layer's values are its keys' projections (attention_inputs.glsl's value heads read v).
   const bool values_of_keys = inputs.v == inputs.k && row_head >= inputs.n_head;
   for (uint t = 0; t < p.n_tokens; ++t) {
@@ -262,6 +263,6 @@ void main() {
   write_gated_blocks();
 #endif
 #ifdef HEAD_INPUTS
-  prepare_finished_head(first / InputsParamsPtr(p.inputs).v.head_dim);
+  prepare_finished_head(first);
 #endif
 }
