@@ -62,6 +62,11 @@ auto in_range(uint32_t low, uint32_t high) {
   return [=](uint32_t value) { return value >= low && value <= high; };
 }
 
+// Setting `name` as 1 (on) or 0 (off), `unset` where it is not set; any other value fails.
+bool env_switch(const char* name, bool unset) {
+  return env_number(name, "1 (on) or 0 (off)", in_range(0, 1)).value_or(unset ? 1 : 0) == 1;
+}
+
 // Bytes of weights each prefetch reads (weight_prefetch.h) on a discrete GPU; none on other
 // devices, whose caches are small or the CPU's. On an H100 (Gemma 3 12B, `channel bench --gpu -p
 // 512 -n 64 -r 3`, two calls, decode tok/s at depth 0 by round): 0 MiB 148.0 / 147.6 and 145.8 /
@@ -69,15 +74,6 @@ auto in_range(uint32_t low, uint32_t high) {
 // 152.5 / 151.8, 24 MiB 143.6 / 147.0, 48 MiB 139.7 / 139.5: a prefetch longer than the stage it
 // hides in holds up the barrier after it for more than the product then saves.
 constexpr uint64_t kDiscretePrefetchBytes = uint64_t{12} << 20;
-
-}  // namespace
-
-namespace {
-
-// Setting `name` as 1 (on) or 0 (off), `unset` where it is not set; any other value fails.
-bool env_switch(const char* name, bool unset) {
-  return env_number(name, "1 (on) or 0 (off)", in_range(0, 1)).value_or(unset ? 1 : 0) == 1;
-}
 
 }  // namespace
 
