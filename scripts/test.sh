@@ -13,7 +13,9 @@ export CHANNEL_PEER_DIR=${CHANNEL_PEER_DIR:-$HOME/.cache/channel-peer}
 # installs lavapipe (mesa-vulkan-drivers), so here they always run.
 export CHANNEL_REQUIRE_VULKAN=1
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step's line carries the clock and the minutes since the start, so a CI log shows which stage grew.
+started=$SECONDS
+step() { printf '\n==> %s (%s, %d min in)\n' "$*" "$(date -u +%H:%M:%S)" $(((SECONDS - started) / 60)) >&2; }
 
 step "Debian packages"
 scripts/install-deps.sh
