@@ -213,8 +213,8 @@ AttentionRowsShapes attention_rows_shapes(const DeviceInfo& info, uint32_t max_h
   return shapes;
 }
 
-std::array<uint32_t, 4> attention_rows_constants(const AttentionRowsShape& shape, uint32_t max_head_dim) {
-  return {max_head_dim + max_head_dim % 2, shape.key_batch, shape.groups, 64 * shape.groups};
+std::array<uint32_t, 5> attention_rows_constants(const AttentionRowsShape& shape, uint32_t max_head_dim, bool split) {
+  return {max_head_dim + max_head_dim % 2, shape.key_batch, shape.groups, 64 * shape.groups, split ? 1u : 0u};
 }
 
 uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option) {

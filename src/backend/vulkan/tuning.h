@@ -66,7 +66,7 @@ struct AttentionRowsShapes {
 };
 AttentionRowsShapes attention_rows_shapes(const DeviceInfo& info, uint32_t max_head_dim);
 // attention_rows.comp's specialization constants for `shape` and the model's largest head size.
-std::array<uint32_t, 4> attention_rows_constants(const AttentionRowsShape& shape, uint32_t max_head_dim);
+std::array<uint32_t, 5> attention_rows_constants(const AttentionRowsShape& shape, uint32_t max_head_dim, bool split);
 
 // Bytes of weights each weight prefetch reads (weight_prefetch.h): `option` where given.
 uint64_t prefetch_budget_bytes(const DeviceInfo& info, std::optional<uint64_t> option);

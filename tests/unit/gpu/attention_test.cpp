@@ -344,7 +344,8 @@ GpuResult gpu_attention(GpuContext& gpu, const AttentionCase& c, const Problem& 
   const uint32_t tiled_spec[] = {c.max_head_dim, tiled_attention_tokens(gpu.device.info(), c.max_head_dim)};
   const AttentionRowsShapes rows_shapes = attention_rows_shapes(gpu.device.info(), c.max_head_dim);
   const auto rows_spec =
-      attention_rows_constants(params.scheme == kSplitKv ? rows_shapes.split : rows_shapes.one_row, c.max_head_dim);
+      attention_rows_constants(params.scheme == kSplitKv ? rows_shapes.split : rows_shapes.one_row, c.max_head_dim,
+                               params.scheme == kSplitKv);
   const uint32_t combine_spec[] = {kCombineWorkgroup, c.max_head_dim, max_chunks};
   CommandSequence seq(gpu.device);
   seq.begin();

@@ -101,8 +101,8 @@ TEST(VulkanTuning, OneRowAttentionTakesLargerBatchesWhereTheyFit) {
   EXPECT_EQ(head256.one_row.groups, 4u);
   EXPECT_EQ(head256.split.key_batch, 16u);
   EXPECT_EQ(head256.split.groups, 2u);
-  const std::array<uint32_t, 4> constants = attention_rows_constants(head256.one_row, 255);
-  EXPECT_EQ(constants, (std::array<uint32_t, 4>{256, 32, 4, 256}));  // an even head size; 64 x groups invocations
+  const std::array<uint32_t, 5> constants = attention_rows_constants(head256.one_row, 255, false);
+  EXPECT_EQ(constants, (std::array<uint32_t, 5>{256, 32, 4, 256, 0}));  // an even head size; 64 x groups invocations
   // lavapipe's 32 KiB: 32 keys of a 512-value head (45248 bytes of shared memory) do not fit.
   gpu.max_compute_shared_memory = 32768;
   EXPECT_EQ(attention_rows_shapes(gpu, 512).one_row.key_batch, 16u);

@@ -44,6 +44,9 @@ layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint MAX_HEAD_DIM = 512;
 layout(constant_id = 1) const uint KEY_BATCH = 16;  // keys per batch
 layout(constant_id = 2) const uint GROUPS = 2;      // groups of kSlotSums invocations in the workgroup
+// The scheme, fixed per pipeline so that the split-KV chunks' kernel carries no code (and no
+// registers) of the one-row output and its quantization: 0 one-row, 1 split-KV.
+layout(constant_id = 4) const uint SCHEME = 0;
 #define QUANTIZE_CAPACITY MAX_HEAD_DIM
 #include "quantize_workgroup.glsl"
 
@@ -75,20 +78,20 @@ void score_batch(uint j0, uint n, uint kv_head, int position, int min_position) 
   // that the loads of every key are in flight together.
   const uint whole = dim & ~63u;
   const uint group = lane / kSlotSums, s = lane % kSlotSums;
-  uint64_t keys[kKeysPerGroup];
+  uint key_rows[kKeysPerGroup];  // 32-bit element offsets, not 64-bit addresses: fewer registers
   bool visible[kKeysPerGroup];
   float acc[kKeysPerGroup];
   [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
     const uint k = group + m * GROUPS;
     uint slot = 0u;
     visible[m] = k < n && visible_key(j0 + k, position, min_position, slot);
-    keys[m] = p.k_cache + uint64_t(kv_row_offset(slot, kv_head)) * 2u;
+    key_rows[m] = kv_row_offset(slot, kv_head);
     acc[m] = 0.0;
   }
   for (uint i = 0; i < whole; i += 64u) {
     float key_values[kKeysPerGroup];
     [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) {
-      key_values[m] = visible[m] ? float(F16Ptr(keys[m]).v[i + s]) : 0.0;
+      key_values[m] = visible[m] ? float(F16Ptr(p.k_cache).v[key_rows[m] + i + s]) : 0.0;
     }
     [[unroll]] for (uint m = 0; m < kKeysPerGroup; ++m) acc[m] = fma(query[i + s], key_values[m], acc[m]);
   }
@@ -149,7 +152,7 @@ void accumulate_batch(uint n, inout float m, inout float s, inout vec2 acc[kMaxP
 
 void main() {
   load_attention_step();
-  const bool split = step.scheme == 1u;
+  const bool split = SCHEME == 1u;
   const uint index = flat_workgroup_index();
   if (index >= p.n_tokens * p.n_head * (split ? step.n_chunks : 1u)) return;  // the whole workgroup
   const uint head_index = split ? index / step.n_chunks : index, chunk = split ? index % step.n_chunks : 0u;
