@@ -28,10 +28,6 @@
 
 namespace channel::vulkan {
 
-// attention_combine.comp's workgroup (its specialization constant 0): four groups of 64
-// invocations merge a quarter of the chunks each.
-constexpr uint32_t kCombineWorkgroup = 256;
-
 // The most split-KV chunks of chunk_keys listed keys a (token, head) may have: enough for a view
 // of every slot. The partials buffer holds this many per head (for all of a step's tokens: a
 // batch's chunks are lengthened to fit, split_chunk_keys in attention_step.cpp), and

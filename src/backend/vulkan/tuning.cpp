@@ -177,6 +177,24 @@ uint32_t split_kv_chunk_keys(uint32_t max_keys) {
   return 32;
 }
 
+// Each group of 64 invocations merges a run of n_chunks / groups chunks, then the groups' merges
+// are merged in order: more groups, a shorter first chain and a longer second one (a global
+// layer with the ring full has 124 chunks a head). The setting exists to measure that trade;
+// the default is the four groups measured so far (sixteenth session).
+constexpr uint32_t kCombineWorkgroup = 256;
+
+uint32_t combine_workgroup(const DeviceInfo& info, uint32_t max_head_dim, uint32_t max_chunks) {
+  const std::string meaning = fmt::format(
+      "a multiple of 64 up to {} whose groups' values fit this device's {} bytes of shared memory",
+      info.max_workgroup_invocations, info.max_compute_shared_memory);
+  const auto fits = [&](uint32_t workgroup) {
+    return workgroup >= 64 && workgroup % 64 == 0 && workgroup <= info.max_workgroup_invocations &&
+           4u * SHARED_COMBINE_WORDS(workgroup / 64u, max_head_dim, max_chunks) <= info.max_compute_shared_memory;
+  };
+  if (const auto workgroup = env_number("CHANNEL_VULKAN_COMBINE_WORKGROUP", meaning, fits)) return *workgroup;
+  return kCombineWorkgroup;
+}
+
 // One-row decode (a workgroup per head at decode) waits on its batches' chains, so it takes 32
 // keys a batch on 256 invocations where they fit; split-KV chunks (32 keys) keep 16 on 128, whose
 // many small workgroups share the GPU better. H100, Gemma 3 12B, `channel bench --gpu -p 16 -n 64

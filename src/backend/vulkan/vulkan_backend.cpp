@@ -407,7 +407,8 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
     return pipelines_->get(shader, spec);
   }
   if (shader == "attention_combine") {
-    const uint32_t spec[] = {kCombineWorkgroup, max_head_dim, split_kv_max_chunks(split_kv_chunk_keys_)};
+    const uint32_t max_chunks = split_kv_max_chunks(split_kv_chunk_keys_);
+    const uint32_t spec[] = {combine_workgroup(device_->info(), max_head_dim, max_chunks), max_head_dim, max_chunks};
     return pipelines_->get(shader, spec);
   }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};

@@ -11,6 +11,8 @@
 // backend's).
 // Each group issues its loads ahead of its chain: every chunk's maximum and sum at once into
 // shared memory, the values kLookahead chunks at a time.
+// A (token, head)'s chain is thus n_chunks / groups merges, then one per group: the workgroup's
+// size (tuning.cpp combine_workgroup) trades the two.
 // Specialization constants: 0 workgroup size (a multiple of kGroupLanes), 1 MAX_HEAD_DIM,
 // 2 MAX_CHUNKS (>= n_chunks).
 #extension GL_EXT_control_flow_attributes : require
@@ -39,9 +41,9 @@ const uint kGroups = gl_WorkGroupSize.x / kGroupLanes;
 const uint kDimsPerLane = (MAX_HEAD_DIM + kGroupLanes - 1u) / kGroupLanes;
 const uint kLookahead = 8;  // chunks whose values are loaded before the first of them is merged
 
-shared float chunk_max[MAX_CHUNKS], chunk_sum[MAX_CHUNKS];
-shared float group_max[kGroups], group_sum[kGroups];
-shared float group_values[kGroups * MAX_HEAD_DIM];
+shared float chunk_max[SHARED_COMBINE_CHUNKS(MAX_CHUNKS)], chunk_sum[SHARED_COMBINE_CHUNKS(MAX_CHUNKS)];
+shared float group_max[SHARED_COMBINE_GROUPS(kGroups)], group_sum[SHARED_COMBINE_GROUPS(kGroups)];
+shared float group_values[SHARED_COMBINE_VALUES(kGroups, MAX_HEAD_DIM)];
 
 F32Ptr chunk_partial(uint h, uint c, uint n_chunks) {
   return F32Ptr(p.partials + (uint64_t(h) * n_chunks + c) * (2u + p.head_dim) * 4u);

@@ -39,6 +39,15 @@
   (SHARED_ROWS_QUERY(max_head_dim) + SHARED_ROWS_SLOT_SUMS(batch) + SHARED_ROWS_SCORES(batch) + \
    SHARED_ROWS_VALUES(batch, max_head_dim) + SHARED_QUANTIZE_WORDS(max_head_dim))
 
+// attention_combine.comp: each chunk's maximum and sum, each group's (of 64 invocations) maximum,
+// sum and merged values, and the Q8_0 staging of one head.
+#define SHARED_COMBINE_CHUNKS(max_chunks) (max_chunks)
+#define SHARED_COMBINE_GROUPS(groups) (groups)
+#define SHARED_COMBINE_VALUES(groups, max_head_dim) ((groups) * (max_head_dim))
+#define SHARED_COMBINE_WORDS(groups, max_head_dim, max_chunks)                                     \
+  (2u * SHARED_COMBINE_CHUNKS(max_chunks) + 2u * SHARED_COMBINE_GROUPS(groups) +                   \
+   SHARED_COMBINE_VALUES(groups, max_head_dim) + SHARED_QUANTIZE_WORDS(max_head_dim))
+
 // matmul.comp (Q4_0 / Q8_0): per step k_blocks blocks of `rows` weight rows and `tokens` token
 // rows, 8 packed words padded to 9 (distinct banks for the tile's 16 row groups) and a scale each.
 #define SHARED_MATMUL_STRIDE 9u
