@@ -183,13 +183,14 @@ uint32_t split_kv_chunk_keys(uint32_t max_keys) {
 // the default is the four groups measured so far (sixteenth session).
 constexpr uint32_t kCombineWorkgroup = 256;
 
-uint32_t combine_workgroup(const DeviceInfo& info, uint32_t max_head_dim, uint32_t max_chunks) {
+uint32_t combine_workgroup(const DeviceInfo& info, uint32_t max_chunks) {
   const std::string meaning = fmt::format(
       "a multiple of 64 up to {} whose groups' values fit this device's {} bytes of shared memory",
       info.max_workgroup_invocations, info.max_compute_shared_memory);
+  constexpr uint32_t kGroupLanes = SHARED_COMBINE_SLICE_DIMS;  // a group's invocation per dim of the slice
   const auto fits = [&](uint32_t workgroup) {
-    return workgroup >= 64 && workgroup % 64 == 0 && workgroup <= info.max_workgroup_invocations &&
-           4u * SHARED_COMBINE_WORDS(workgroup / 64u, max_head_dim, max_chunks) <= info.max_compute_shared_memory;
+    return workgroup >= kGroupLanes && workgroup % kGroupLanes == 0 && workgroup <= info.max_workgroup_invocations &&
+           4u * SHARED_COMBINE_WORDS(workgroup / kGroupLanes, max_chunks) <= info.max_compute_shared_memory;
   };
   if (const auto workgroup = env_number("CHANNEL_VULKAN_COMBINE_WORKGROUP", meaning, fits)) return *workgroup;
   return kCombineWorkgroup;

@@ -54,9 +54,9 @@ uint32_t norm_quantize_workgroup(const DeviceInfo& info, uint32_t cpu_workgroup)
 // of the split-KV shape's default 16-key batch (attention_rows_shapes), at most `max_keys`.
 uint32_t split_kv_chunk_keys(uint32_t max_keys);
 
-// attention_combine.comp's workgroup (groups of 64 invocations) for heads of up to max_head_dim
-// values and up to max_chunks chunks: 256 (four groups), or CHANNEL_VULKAN_COMBINE_WORKGROUP.
-uint32_t combine_workgroup(const DeviceInfo& info, uint32_t max_head_dim, uint32_t max_chunks);
+// attention_combine.comp's workgroup (groups of 64 invocations, one per dim of its slice of a
+// head) for up to max_chunks chunks: 256 (four groups), or CHANNEL_VULKAN_COMBINE_WORKGROUP.
+uint32_t combine_workgroup(const DeviceInfo& info, uint32_t max_chunks);
 
 // attention_rows.comp's shape: keys per batch and groups of 64 invocations in its workgroup.
 struct AttentionRowsShape {

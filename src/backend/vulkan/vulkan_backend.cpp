@@ -408,7 +408,7 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
   }
   if (shader == "attention_combine") {
     const uint32_t max_chunks = split_kv_max_chunks(split_kv_chunk_keys_);
-    const uint32_t spec[] = {combine_workgroup(device_->info(), max_head_dim, max_chunks), max_head_dim, max_chunks};
+    const uint32_t spec[] = {combine_workgroup(device_->info(), max_chunks), max_chunks};
     return pipelines_->get(shader, spec);
   }
   const uint32_t spec[] = {extra != 0 ? extra : kElementWorkgroup};

@@ -346,8 +346,7 @@ GpuResult gpu_attention(GpuContext& gpu, const AttentionCase& c, const Problem& 
   const auto rows_spec =
       attention_rows_constants(params.scheme == kSplitKv ? rows_shapes.split : rows_shapes.one_row, c.max_head_dim,
                                params.scheme == kSplitKv);
-  const uint32_t combine_spec[] = {combine_workgroup(gpu.device.info(), c.max_head_dim, max_chunks), c.max_head_dim,
-                                   max_chunks};
+  const uint32_t combine_spec[] = {combine_workgroup(gpu.device.info(), max_chunks), max_chunks};
   CommandSequence seq(gpu.device);
   seq.begin();
   seq.fill(dst, 0, dst.size(), kPoison);

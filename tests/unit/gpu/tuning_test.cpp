@@ -114,21 +114,20 @@ TEST(VulkanTuning, OneRowAttentionTakesLargerBatchesWhereTheyFit) {
 // The split-KV merge's workgroup: four groups by default, more where set and their values fit.
 TEST(VulkanTuning, CombineWorkgroupIsSetWhereItsGroupsFit) {
   DeviceInfo gpu = device_of_type(DeviceType::kDiscrete);
-  EXPECT_EQ(combine_workgroup(gpu, 256, 256), 256u);
+  EXPECT_EQ(combine_workgroup(gpu, 256), 256u);
   {
     ScopedEnv env("CHANNEL_VULKAN_COMBINE_WORKGROUP", "1024");
-    EXPECT_EQ(combine_workgroup(gpu, 256, 256), 1024u);  // 16 groups of 256 values: 16 KiB and the rest
-    // 16 groups of 512 values are 32 KiB of the 48: with the chunks' and the staging's words they
-    // still fit; 32 KiB in all (lavapipe's) does not.
-    EXPECT_EQ(combine_workgroup(gpu, 512, 256), 1024u);
+    // 16 groups of 64 values, 4096 chunks' maxima and sums and a slice's staging: 37 KiB of the 48;
+    // in 32 KiB (lavapipe's) they do not fit, 256 chunks (the ring's, of 16 keys) do.
+    EXPECT_EQ(combine_workgroup(gpu, 4096), 1024u);
     gpu.max_compute_shared_memory = 32768;
-    EXPECT_NE(error_of([&] { combine_workgroup(gpu, 512, 256); }).find("CHANNEL_VULKAN_COMBINE_WORKGROUP must be"),
+    EXPECT_NE(error_of([&] { combine_workgroup(gpu, 4096); }).find("CHANNEL_VULKAN_COMBINE_WORKGROUP must be"),
               std::string::npos);
+    EXPECT_EQ(combine_workgroup(gpu, 256), 1024u);
   }
   for (const char* text : {"0", "96", "2048", "x"}) {  // not whole groups of 64; past the device's invocations
     ScopedEnv env("CHANNEL_VULKAN_COMBINE_WORKGROUP", text);
-    EXPECT_NE(error_of([&] { combine_workgroup(gpu, 256, 256); }).find("a multiple of 64 up to"), std::string::npos)
-        << text;
+    EXPECT_NE(error_of([&] { combine_workgroup(gpu, 256); }).find("a multiple of 64 up to"), std::string::npos) << text;
   }
 }
 

@@ -39,14 +39,16 @@
   (SHARED_ROWS_QUERY(max_head_dim) + SHARED_ROWS_SLOT_SUMS(batch) + SHARED_ROWS_SCORES(batch) + \
    SHARED_ROWS_VALUES(batch, max_head_dim) + SHARED_QUANTIZE_WORDS(max_head_dim))
 
-// attention_combine.comp: each chunk's maximum and sum, each group's (of 64 invocations) maximum,
-// sum and merged values, and the Q8_0 staging of one head.
+// attention_combine.comp: each chunk's maximum and sum, each group's (of 64 invocations, one per
+// dim of the workgroup's slice) maximum, sum and merged values, and the Q8_0 staging of a slice.
+// A workgroup merges SHARED_COMBINE_SLICE_DIMS dims of a head (the host's dispatch counts them).
+#define SHARED_COMBINE_SLICE_DIMS 64u
 #define SHARED_COMBINE_CHUNKS(max_chunks) (max_chunks)
 #define SHARED_COMBINE_GROUPS(groups) (groups)
-#define SHARED_COMBINE_VALUES(groups, max_head_dim) ((groups) * (max_head_dim))
-#define SHARED_COMBINE_WORDS(groups, max_head_dim, max_chunks)                                     \
+#define SHARED_COMBINE_VALUES(groups) ((groups) * SHARED_COMBINE_SLICE_DIMS)
+#define SHARED_COMBINE_WORDS(groups, max_chunks)                                                     \
   (2u * SHARED_COMBINE_CHUNKS(max_chunks) + 2u * SHARED_COMBINE_GROUPS(groups) +                   \
-   SHARED_COMBINE_VALUES(groups, max_head_dim) + SHARED_QUANTIZE_WORDS(max_head_dim))
+   SHARED_COMBINE_VALUES(groups) + SHARED_QUANTIZE_WORDS(SHARED_COMBINE_SLICE_DIMS))
 
 // matmul.comp (Q4_0 / Q8_0): per step k_blocks blocks of `rows` weight rows and `tokens` token
 // rows, 8 packed words padded to 9 (distinct banks for the tile's 16 row groups) and a scale each.
