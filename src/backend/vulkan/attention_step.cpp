@@ -67,7 +67,8 @@ AttentionStepParams attention_step_params(const DeviceInfo& info, uint32_t n_tok
   const uint64_t heads = static_cast<uint64_t>(n_head);
   set_groups(p.attention_groups, a.scheme == 2 ? uint64_t{groups_for(n_tokens, tiled_tokens)} * heads
                                                : uint64_t{n_tokens} * heads * (split ? a.n_chunks : 1));
-  const uint64_t combine_slices = (static_cast<uint64_t>(head_dim) + SHARED_COMBINE_SLICE_DIMS - 1) / SHARED_COMBINE_SLICE_DIMS;
+  const uint64_t combine_slices =
+      (static_cast<uint64_t>(head_dim) + SHARED_COMBINE_SLICE_DIMS - 1) / SHARED_COMBINE_SLICE_DIMS;
   set_groups(p.combine_groups, split ? uint64_t{n_tokens} * heads * combine_slices : 0);
   return p;
 }

@@ -43,8 +43,8 @@ bool tiled_attention(uint32_t n_tokens, int head_dim);
 // whose first is at llama.cpp cell first_cell: the scheme (split-KV chunks of at least
 // chunk_keys keys), and the workgroup counts of the attention dispatch (tiled: one per block of
 // tiled_tokens tokens and head; split-KV: per token, head and chunk; one-row: per token and head)
-// and of the combine dispatch (split-KV only: per token, head and slice of a head's dims), folded for `info` as
-// CommandSequence::dispatch_groups folds.
+// and of the combine dispatch (split-KV only: per token, head and slice of a head's dims), folded
+// for `info` as CommandSequence::dispatch_groups folds.
 AttentionStepParams attention_step_params(const DeviceInfo& info, uint32_t n_tokens, int head_dim, int n_head,
                                           uint32_t n_view, int32_t first_cell, uint32_t chunk_keys,
                                           uint32_t tiled_tokens);

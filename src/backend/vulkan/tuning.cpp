@@ -179,8 +179,9 @@ uint32_t split_kv_chunk_keys(uint32_t max_keys) {
 
 // Each group of 64 invocations merges a run of n_chunks / groups chunks, then the groups' merges
 // are merged in order: more groups, a shorter first chain and a longer second one (a global
-// layer with the ring full has 124 chunks a head). The setting exists to measure that trade;
-// the default is the four groups measured so far (sixteenth session).
+// layer with the ring full has 124 chunks a head). The setting exists to measure that trade: on
+// an H100 eight groups (512) decoded no faster than four with the ring full (twenty-ninth session,
+// docs/benchmarks.md), so four stay the default.
 constexpr uint32_t kCombineWorkgroup = 256;
 
 uint32_t combine_workgroup(const DeviceInfo& info, uint32_t max_chunks) {

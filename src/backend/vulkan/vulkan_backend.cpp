@@ -417,8 +417,8 @@ const ComputePipeline& VulkanBackend::pipeline(std::string_view shader, uint32_t
 
 const ComputePipeline& VulkanBackend::attention_rows_pipeline(bool split) {
   const uint32_t max_head_dim = static_cast<uint32_t>(model_->config().max_head_dim());
-  return pipelines_->get("attention_rows",
-                         attention_rows_constants(split ? attention_rows_.split : attention_rows_.one_row, max_head_dim, split));
+  const AttentionRowsShape& shape = split ? attention_rows_.split : attention_rows_.one_row;
+  return pipelines_->get("attention_rows", attention_rows_constants(shape, max_head_dim, split));
 }
 
 // ------------------------------------------------------------------------------------ forward
